@@ -1,0 +1,101 @@
+"""Strict YAML files validated by pydantic models, with every error located by file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from toolsets.errors import ConfigError, ConfigIssue
+
+__all__ = ["Located", "load_model", "load_yaml", "parse_model"]
+
+M = TypeVar("M", bound=BaseModel)
+Loc = tuple[int | str, ...]
+
+
+class Located:
+    """YAML data plus the position of every key and value, by path."""
+
+    def __init__(self, file: str, data: Any, marks: dict[Loc, tuple[int, int]]) -> None:
+        self.file = file
+        self.data = data
+        self.marks = marks
+
+    def issue(self, loc: Loc, message: str) -> ConfigIssue:
+        """An issue at ``loc``, positioned at the nearest known ancestor."""
+        probe = tuple(loc)
+        while probe and probe not in self.marks:
+            probe = probe[:-1]
+        line, column = self.marks.get(probe, (None, None))
+        key = ".".join(str(p) for p in loc)
+        return ConfigIssue(self.file, line, column, key, message)
+
+
+def _walk(node: yaml.Node, loc: Loc, marks: dict[Loc, tuple[int, int]], issues: list[Loc]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            child = (*loc, key)
+            marks[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if key in seen:
+                issues.append(child)
+            seen.add(key)
+            _walk(value_node, child, marks, issues)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            child = (*loc, index)
+            marks[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
+            _walk(item, child, marks, issues)
+
+
+def load_yaml(text: str, file: str) -> Located:
+    """Parse ``text`` with the safe loader, recording positions; duplicate keys are errors."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text) if root is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        column = mark.column + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError([ConfigIssue(file, line, column, "", f"invalid YAML: {problem}")]) from None
+    marks: dict[Loc, tuple[int, int]] = {}
+    duplicates: list[Loc] = []
+    if root is not None:
+        marks[()] = (root.start_mark.line + 1, root.start_mark.column + 1)
+        _walk(root, (), marks, duplicates)
+    located = Located(file, data, marks)
+    if duplicates:
+        raise ConfigError([located.issue(loc, "duplicate key") for loc in duplicates])
+    return located
+
+
+def _message(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key"
+    if error["type"] == "missing":
+        return "required key is missing"
+    return str(error["msg"])
+
+
+def parse_model(located: Located, model: type[M], error_type: type[ConfigError] = ConfigError) -> M:
+    """Validate located data against ``model``; all errors are reported at once."""
+    try:
+        return model.model_validate(located.data if located.data is not None else {})
+    except ValidationError as exc:
+        issues = [located.issue(tuple(e["loc"]), _message(e)) for e in exc.errors()]
+        raise error_type(issues) from None
+
+
+def load_model(path: str | Path, model: type[M], error_type: type[ConfigError] = ConfigError) -> M:
+    """Read, parse and validate a YAML file."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error_type([ConfigIssue(file, None, None, "", f"cannot read: {exc.strerror}")]) from None
+    return parse_model(load_yaml(text, file), model, error_type)

@@ -1,0 +1,73 @@
+"""`CombinedToolset`: several toolsets as one, routed by an explicit reverse map."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from toolsets.abstract import Toolset
+from toolsets.context import CallContext
+from toolsets.errors import ToolCollisionError, ToolNotFoundError
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["CombinedToolset"]
+
+
+class CombinedToolset(Toolset):
+    """Merges catalogues; the same exposed name from two toolsets is a `ToolCollisionError`."""
+
+    def __init__(self, toolsets: Sequence[Toolset]) -> None:
+        self.toolsets = tuple(toolsets)
+        self._sources: tuple[dict[str, ToolDef], ...] = ()
+        self._tools: dict[str, ToolDef] = {}
+        self._owner: dict[str, Toolset] = {}
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        sources = tuple([await toolset.get_tools(ctx) for toolset in self.toolsets])
+        if len(sources) != len(self._sources) or any(
+            a is not b for a, b in zip(sources, self._sources, strict=True)
+        ):
+            self._merge(sources)
+        return self._tools
+
+    def _merge(self, sources: tuple[dict[str, ToolDef], ...]) -> None:
+        tools: dict[str, ToolDef] = {}
+        owner: dict[str, Toolset] = {}
+        for toolset, catalogue in zip(self.toolsets, sources, strict=True):
+            for name, tool in catalogue.items():
+                if name in tools:
+                    raise ToolCollisionError(name, tools[name].server, tool.server)
+                tools[name] = tool
+                owner[name] = toolset
+        self._sources, self._tools, self._owner = sources, tools, owner
+
+    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+        toolset = self._owner.get(name)
+        if toolset is None:
+            await self.get_tools(ctx)
+            toolset = self._owner.get(name)
+            if toolset is None:
+                raise ToolNotFoundError(name)
+        return await toolset.call_tool(name, args, ctx)
+
+    async def __aenter__(self) -> Self:
+        async with contextlib.AsyncExitStack() as stack:
+            for toolset in self.toolsets:
+                await stack.enter_async_context(toolset)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            return await stack.__aexit__(exc_type, exc, tb)
+        return None

@@ -1,0 +1,75 @@
+"""Who is calling and through what: the context every toolset method receives."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+__all__ = ["ANONYMOUS", "CallContext", "ClientInfo", "Principal", "ProgressCallback"]
+
+
+class ProgressCallback(Protocol):
+    """Receives progress of a running call (forwarded to the client when it asked for progress)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Principal:
+    """An authenticated caller (agent or user) as resolved at the edge.
+
+    Attributes:
+        id: Stable identifier, for example ``agent:ci-bot``.
+        roles: Roles granted by configuration.
+        claims: Extra attributes (token claims) visible to policy conditions.
+    """
+
+    id: str
+    roles: frozenset[str] = frozenset()
+    claims: Mapping[str, Any] = field(default_factory=dict)
+
+
+ANONYMOUS = Principal(id="anonymous")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientInfo:
+    """What the downstream client speaks and declared.
+
+    Attributes:
+        era: ``legacy`` for handshake-era clients (2025-11-25 and earlier), ``modern`` for 2026-07-28.
+        protocol_version: The negotiated protocol version, when known.
+        elicitation: True when the client declared the elicitation capability.
+        transport: ``http``, ``stdio`` or ``inprocess``.
+    """
+
+    era: Literal["legacy", "modern"] = "legacy"
+    protocol_version: str | None = None
+    elicitation: bool = False
+    transport: Literal["http", "stdio", "inprocess"] = "inprocess"
+
+
+def new_call_id() -> str:
+    """A fresh, unique call id."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallContext:
+    """The context of one listing or one call.
+
+    Attributes:
+        principal: The caller.
+        session_id: The downstream session (MCP session id, or a per-connection id).
+        call_id: Unique id of this call; events and pending calls carry it.
+        client: The downstream client's protocol facts.
+        progress: Where to send progress for this call, when the client asked for it.
+    """
+
+    principal: Principal = ANONYMOUS
+    session_id: str | None = None
+    call_id: str = field(default_factory=new_call_id)
+    client: ClientInfo = field(default_factory=ClientInfo)
+    progress: ProgressCallback | None = None

@@ -1,0 +1,78 @@
+"""The one error hierarchy of lockgate; mapped to JSON-RPC, HTTP and exit codes in one place each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ApprovalConflict",
+    "ConfigError",
+    "ConfigIssue",
+    "LockgateError",
+    "PolicyError",
+    "ToolCollisionError",
+    "ToolNotFoundError",
+    "UpstreamError",
+]
+
+
+class LockgateError(Exception):
+    """Base class of every error lockgate raises on purpose."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigIssue:
+    """One problem in a configuration or policy file, located as precisely as known."""
+
+    file: str
+    line: int | None
+    column: int | None
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        key = f" {self.key}:" if self.key else ""
+        return f"{where}:{key} {self.message}"
+
+
+class ConfigError(LockgateError):
+    """A configuration file is invalid; carries every issue found, each with file, line and key."""
+
+    def __init__(self, issues: list[ConfigIssue]) -> None:
+        self.issues = tuple(issues)
+        super().__init__("\n".join(str(i) for i in issues))
+
+
+class PolicyError(ConfigError):
+    """A policy file is invalid."""
+
+
+class ToolNotFoundError(LockgateError):
+    """No tool of that name is visible to the caller."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"Unknown tool: {name!r}")
+
+
+class ToolCollisionError(LockgateError):
+    """Two toolsets expose the same name."""
+
+    def __init__(self, name: str, first: str, second: str) -> None:
+        self.name = name
+        super().__init__(
+            f"Tool name collision: {name!r} is exposed by both server {first!r} and server {second!r}"
+        )
+
+
+class UpstreamError(LockgateError):
+    """An upstream MCP server is unreachable or failed at the protocol level."""
+
+
+class ApprovalConflict(LockgateError):
+    """A pending call was already decided (or is in a state that forbids this transition)."""

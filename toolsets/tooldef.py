@@ -1,0 +1,58 @@
+"""`ToolDef`: the frozen description of one exposed tool."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolsets.canonical import sha256_hex
+
+__all__ = ["TOOL_NAME_RE", "ToolDef"]
+
+TOOL_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Exposed names: valid MCP tool names and valid OpenAI function names."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDef:
+    """One tool as the gateway exposes it.
+
+    Attributes:
+        name: Exposed name (``{prefix}__{tool}`` for upstream tools).
+        description: Upstream description (untrusted text).
+        input_schema: JSON Schema of the arguments.
+        output_schema: JSON Schema of the structured result, if declared.
+        annotations: MCP tool annotations in wire form (camelCase keys); untrusted hints.
+        title: Human-readable title, if declared.
+        server: Name of the server (or local toolset) that owns the tool.
+        upstream_name: The tool's name on its server.
+        pin: SHA-256 of the canonical JSON of the upstream definition; renaming keeps it.
+    """
+
+    name: str
+    description: str | None = None
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+    title: str | None = None
+    server: str = ""
+    upstream_name: str = ""
+    pin: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.upstream_name:
+            object.__setattr__(self, "upstream_name", self.name)
+        object.__setattr__(self, "pin", sha256_hex(self.definition()))
+
+    def definition(self) -> dict[str, Any]:
+        """The upstream definition that the pin covers."""
+        return {
+            "name": self.upstream_name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": self.annotations,
+        }
