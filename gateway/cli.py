@@ -1,0 +1,145 @@
+"""The ``lockgate`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import anyio
+
+from gateway.errors import exit_code_for
+from gateway.gateway import Gateway
+from toolsets.errors import LockgateError
+from toolsets.mcp_convert import tool_result_to_mcp
+
+__all__ = ["main"]
+
+DEFAULT_CONFIG = os.environ.get("LOCKGATE_CONFIG", "configs/gateway.yaml")
+log = logging.getLogger("lockgate")
+
+
+def _config_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", "-c", default=DEFAULT_CONFIG, help="gateway config file (default: %(default)s)"
+    )
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.http_app import build_app
+
+    gateway = Gateway.from_config(args.config)
+    listen = gateway.config.listen
+    host = args.host or listen.host
+    port = args.port if args.port is not None else listen.port
+    app = build_app(gateway)
+    print(f"lockgate: serving MCP at http://{host}:{port}/mcp", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+    return 0
+
+
+async def _run_stdio(args: argparse.Namespace) -> int:
+    from gateway.stdio import serve_stdio
+
+    async with Gateway.from_config(args.config) as gateway:
+        await serve_stdio(gateway)
+    return 0
+
+
+async def _run_tools(args: argparse.Namespace) -> int:
+    async with Gateway.from_config(args.config) as gateway:
+        tools = await gateway.list_tools()
+        if args.json:
+            print(json.dumps([t.definition() | {"name": t.name, "server": t.server} for t in tools]))
+            return 0
+        for tool in tools:
+            summary = (tool.description or "").strip().splitlines()
+            print(f"{tool.name:40} {summary[0] if summary else ''}")
+        for name, status in gateway.health()["servers"].items():
+            if status["status"] != "up":
+                print(f"# server {name} is {status['status']}: {status['detail']}", file=sys.stderr)
+    return 0
+
+
+async def _run_call(args: argparse.Namespace) -> int:
+    try:
+        call_args = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise LockgateError(f"--args is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(call_args, dict):
+        raise LockgateError("--args must be a JSON object")
+    async with Gateway.from_config(args.config) as gateway:
+        result = await gateway.call_tool(args.tool, call_args)
+    if args.json:
+        print(tool_result_to_mcp(result).model_dump_json(by_alias=True, exclude_none=True))
+    else:
+        for block in tool_result_to_mcp(result).content:
+            print(getattr(block, "text", None) or block.model_dump_json(by_alias=True))
+    return 1 if result.is_error else 0
+
+
+def _async(run: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[..., int]:
+    def command(args: argparse.Namespace) -> int:
+        return anyio.run(run, args)
+
+    return command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(prog="lockgate", description="MCP gateway with approvals.")
+    parser.add_argument("--verbose", "-v", action="store_true", help="log debug details")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="serve MCP over streamable HTTP (and the REST API)")
+    _config_arg(serve)
+    serve.add_argument("--host", help="override listen.host")
+    serve.add_argument("--port", type=int, help="override listen.port")
+    serve.set_defaults(func=_cmd_serve)
+
+    stdio = commands.add_parser("stdio", help="serve MCP over stdin/stdout")
+    _config_arg(stdio)
+    stdio.set_defaults(func=_async(_run_stdio))
+
+    tools = commands.add_parser("tools", help="print the aggregated tool catalogue")
+    _config_arg(tools)
+    tools.add_argument("--json", action="store_true", help="print JSON")
+    tools.set_defaults(func=_async(_run_tools))
+
+    call = commands.add_parser("call", help="call one tool through the gateway")
+    call.add_argument("tool", help="exposed tool name, e.g. files__read_file")
+    call.add_argument("--args", default="{}", help="arguments as a JSON object")
+    call.add_argument("--json", action="store_true", help="print the MCP result as JSON")
+    _config_arg(call)
+    call.set_defaults(func=_async(_run_call))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``lockgate`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="lockgate: %(levelname)s: %(message)s",
+    )
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    try:
+        code = args.func(args)
+    except KeyboardInterrupt:
+        code = 130
+    except LockgateError as exc:
+        print(f"lockgate: error: {exc}", file=sys.stderr)
+        code = exit_code_for(exc)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""The gateway configuration file: pydantic models validated with file, line and key on every error."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from policies.yamlfile import load_model
+from toolsets.errors import ConfigError, ConfigIssue
+
+__all__ = ["GatewayConfig", "ListenConfig", "ServerConfig", "load_config"]
+
+ServerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=40)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ListenConfig(_Strict):
+    """Where the HTTP face listens. Loopback by default."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Extra Host header values accepted besides loopback names."
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list, description="Browser origins allowed to call the gateway."
+    )
+
+
+class ServerConfig(_Strict):
+    """One upstream MCP server."""
+
+    name: ServerName
+    transport: Literal["stdio", "http", "sse"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    prefix: ServerName | None = None
+    enabled: bool = True
+    timeout: float = Field(60.0, gt=0, description="Seconds before a call to this server times out.")
+    connect_timeout: float = Field(20.0, gt=0)
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> Self:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio server needs 'command'")
+        if self.transport != "stdio" and not self.url:
+            raise ValueError(f"a {self.transport} server needs 'url'")
+        return self
+
+    @property
+    def exposed_prefix(self) -> str:
+        """The prefix of exposed tool names (defaults to the server name)."""
+        return self.prefix or self.name
+
+
+class GatewayConfig(_Strict):
+    """The whole gateway configuration."""
+
+    version: Literal[1] = 1
+    id: str = Field("lockgate", description="Gateway id, the CloudEvents source.")
+    listen: ListenConfig = Field(default_factory=ListenConfig)
+    servers: list[ServerConfig] = Field(default_factory=list)
+    base_dir: Path = Field(Path("."), exclude=True)
+
+    def resolve(self, path: str) -> Path:
+        """A path from the config, relative to the config file's directory."""
+        candidate = Path(os.path.expandvars(path)).expanduser()
+        return candidate if candidate.is_absolute() else self.base_dir / candidate
+
+    def enabled_servers(self) -> list[ServerConfig]:
+        """Enabled servers, in file order."""
+        return [s for s in self.servers if s.enabled]
+
+
+def _check_unique(config: GatewayConfig, file: str) -> None:
+    issues: list[ConfigIssue] = []
+    seen: dict[str, int] = {}
+    for index, server in enumerate(config.servers):
+        prefix = server.exposed_prefix
+        if prefix in seen:
+            message = f"prefix {prefix!r} is already used by servers[{seen[prefix]}]"
+            issues.append(ConfigIssue(file, None, None, f"servers.{index}.name", message))
+        seen[prefix] = index
+    if issues:
+        raise ConfigError(issues)
+
+
+def load_config(path: str | Path) -> GatewayConfig:
+    """Load and validate a gateway config file.
+
+    Raises:
+        ConfigError: with every problem, each naming file, line and key.
+    """
+    config = load_model(path, GatewayConfig)
+    config = config.model_copy(update={"base_dir": Path(path).resolve().parent})
+    _check_unique(config, str(path))
+    return config
+
+
+def python_command(command: str) -> str:
+    """``python``/``python3`` in a config mean the interpreter running the gateway."""
+    return sys.executable if command in {"python", "python3"} else command

@@ -1,0 +1,56 @@
+"""The HTTP face: MCP at ``/mcp``, ``/healthz``; long-lived machinery starts in the lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from gateway.config import ListenConfig
+from gateway.downstream import build_server
+from gateway.gateway import Gateway
+
+__all__ = ["build_app", "security_settings"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def security_settings(listen: ListenConfig) -> TransportSecuritySettings:
+    """Host and Origin allow-lists: loopback names on any port, plus what the config adds."""
+    hosts = [f"{h}:*" for h in LOOPBACK_HOSTS] + list(LOOPBACK_HOSTS) + list(listen.allowed_hosts)
+    origins = [f"http://{h}:*" for h in LOOPBACK_HOSTS] + list(listen.allowed_origins)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
+    """The Starlette app serving ``gateway``; enters the gateway in its lifespan when asked to."""
+    manager = StreamableHTTPSessionManager(
+        app=build_server(gateway, transport="http"),
+        security_settings=security_settings(gateway.config.listen),
+    )
+
+    async def healthz(request: Request) -> JSONResponse:
+        health = gateway.health()
+        return JSONResponse(health, status_code=200)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if manage_gateway:
+                await stack.enter_async_context(gateway)
+            await stack.enter_async_context(manager.run())
+            yield
+
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/mcp", StreamableHTTPASGIApp(manager)),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

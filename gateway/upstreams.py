@@ -1,0 +1,49 @@
+"""Upstream toolsets built from the config: one `MCPServerToolset` per enabled server."""
+
+from __future__ import annotations
+
+from mcp import StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from gateway.config import GatewayConfig, ServerConfig, python_command
+from toolsets.abstract import ToolsChangedHandler
+from toolsets.mcp_server import ClientTarget, MCPServerToolset, StatusHandler
+
+__all__ = ["build_upstream"]
+
+
+def _target(config: GatewayConfig, server: ServerConfig) -> ClientTarget:
+    """What `mcp.Client` connects to for ``server``; upstream credentials come only from config."""
+    if server.transport == "stdio":
+        assert server.command is not None  # checked by ServerConfig
+        return StdioServerParameters(
+            command=python_command(server.command),
+            args=list(server.args),
+            env=dict(server.env) or None,
+            cwd=str(config.resolve(server.cwd)) if server.cwd else str(config.base_dir),
+        )
+    assert server.url is not None  # checked by ServerConfig
+    if server.transport == "sse":
+        return sse_client(server.url, headers=dict(server.headers) or None)
+    http_client = create_mcp_http_client(headers=dict(server.headers) or None)
+    return streamable_http_client(server.url, http_client=http_client)
+
+
+def build_upstream(
+    config: GatewayConfig,
+    server: ServerConfig,
+    *,
+    on_tools_changed: ToolsChangedHandler | None = None,
+    on_status: StatusHandler | None = None,
+) -> MCPServerToolset:
+    """The toolset of one configured upstream server (not yet connected)."""
+    return MCPServerToolset(
+        server.name,
+        lambda: _target(config, server),
+        timeout=server.timeout,
+        connect_timeout=server.connect_timeout,
+        on_tools_changed=on_tools_changed,
+        on_status=on_status,
+    )

@@ -1,0 +1,155 @@
+"""A test upstream MCP server: echo, progress, cancellation, errors, list_changed, era guards.
+
+Run as ``python tests/upstreams/echo_server.py [--era dual|legacy|modern] [--http PORT]
+[--name NAME] [--tools N]``; stdio by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver import Context
+from mcp.server.runner import serve_loop
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+ECHO = types.ToolAnnotations(readOnlyHint=True, destructiveHint=False)
+
+
+def era_guard(era: str) -> Any:
+    """Middleware refusing the other era, so the server is legacy-only or modern-only."""
+
+    async def guard(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        if era == "legacy" and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            data = {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS)}
+            raise MCPError(code=UNSUPPORTED_PROTOCOL_VERSION, message="legacy-only", data=data)
+        if era == "modern" and ctx.method == "initialize":
+            data = {"supported": list(MODERN_PROTOCOL_VERSIONS)}
+            raise MCPError(code=UNSUPPORTED_PROTOCOL_VERSION, message="modern-only", data=data)
+        return await call_next(ctx)
+
+    return guard
+
+
+def build(name: str = "echo", era: str = "dual", extra_tools: int = 0) -> MCPServer:
+    """The test server; ``extra_tools`` adds that many tools with realistic schemas."""
+    server = MCPServer(name, version="1.0", log_level="WARNING")
+    cancelled = anyio.Event()
+    state = {"added": 0}
+
+    @server.tool(annotations=ECHO)
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+    @server.tool()
+    def whoami(ctx: Context) -> dict[str, Any]:
+        """Report the protocol era and the Authorization header this server received."""
+        request = ctx.request_context.request
+        headers = getattr(request, "headers", None)
+        return {
+            "protocol": ctx.request_context.protocol_version,
+            "authorization": headers.get("authorization") if headers is not None else None,
+        }
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Always fails with the message."""
+        raise ToolError(message)
+
+    @server.tool(annotations=types.ToolAnnotations(destructiveHint=True))
+    async def slow(steps: int, ctx: Context) -> str:
+        """Report progress for ``steps`` steps, waiting on each; notices cancellation."""
+        try:
+            for step in range(1, steps + 1):
+                await ctx.report_progress(step, steps, f"step {step}")
+                await anyio.sleep(0.05)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        return f"done {steps}"
+
+    @server.tool()
+    async def wait_cancelled(timeout: float = 10.0) -> bool:
+        """True once a ``slow`` call was cancelled (waits up to ``timeout`` seconds)."""
+        with anyio.move_on_after(timeout):
+            await cancelled.wait()
+        return cancelled.is_set()
+
+    @server.tool()
+    async def add_tool(ctx: Context) -> str:
+        """Add a new tool and announce tools/list_changed."""
+        state["added"] += 1
+        new_name = f"extra_{state['added']}"
+        server.add_tool(lambda: new_name, name=new_name, description="An added tool.")
+        await ctx.notify_tools_changed()
+        if ctx.request_context.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await ctx.request_context.session.send_tool_list_changed()
+        return new_name
+
+    @server.tool()
+    def big(kib: int) -> str:
+        """Return ``kib`` KiB of text."""
+        return "x" * (kib * 1024)
+
+    for index in range(extra_tools):
+        _add_realistic(server, index)
+    if era != "dual":
+        server._lowlevel_server.middleware.insert(0, era_guard(era))  # noqa: SLF001
+    return server
+
+
+def _add_realistic(server: MCPServer, index: int) -> None:
+    def tool(query: str, limit: int = 10, tags: list[str] | None = None, exact: bool = False) -> str:
+        return f"{query}:{limit}:{tags}:{exact}"
+
+    server.add_tool(
+        tool,
+        name=f"search_{index:03d}",
+        description=f"Search collection {index} for records matching a query; returns matches.",
+    )
+
+
+async def _serve_stdio(server: MCPServer, era: str) -> None:
+    low: Server[Any] = server._lowlevel_server  # noqa: SLF001
+    options = low.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read, write):
+        if era == "legacy":
+            async with low.lifespan(low) as state:
+                await serve_loop(low, read, write, lifespan_state=state, init_options=options)
+        else:
+            await low.run(read, write, options)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--era", choices=["dual", "legacy", "modern"], default="dual")
+    parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on this port")
+    parser.add_argument("--sse", type=int, default=None, help="serve legacy SSE on this port")
+    parser.add_argument("--name", default="echo")
+    parser.add_argument("--tools", type=int, default=0, help="extra realistic tools")
+    args = parser.parse_args()
+    server = build(args.name, args.era, args.tools)
+    if args.http is not None:
+        app = server.streamable_http_app(host="127.0.0.1")
+        uvicorn.run(app, host="127.0.0.1", port=args.http, log_level="warning")
+    elif args.sse is not None:
+        uvicorn.run(server.sse_app(), host="127.0.0.1", port=args.sse, log_level="warning")
+    else:
+        anyio.run(_serve_stdio, server, args.era)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""`MCPServerToolset`: one upstream MCP server, its session, reconnects and list_changed refresh."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup
+from mcp import Client
+from mcp.client.client import ConnectMode
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolsets.abstract import Toolset, ToolsChangedHandler
+from toolsets.context import CallContext
+from toolsets.errors import ToolNotFoundError
+from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["ClientTarget", "MCPServerToolset", "UpstreamStatus"]
+
+log = logging.getLogger("lockgate.upstream")
+UpstreamStatus = Literal["connecting", "up", "down", "reconnecting", "stopped"]
+ClientTarget = Any
+"""Whatever `mcp.Client` accepts: a `Transport`, `StdioServerParameters`, a URL or a `Server`."""
+
+_LOST_ERRORS = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    ConnectionError,
+    OSError,
+)
+
+
+class StatusHandler:
+    """Receives upstream status changes (``up``, ``down``, ``reconnecting``)."""
+
+    async def __call__(self, server: str, status: UpstreamStatus, detail: str) -> None:
+        """Default: log only."""
+        log.info("upstream %s is %s%s", server, status, f": {detail}" if detail else "")
+
+
+class MCPServerToolset(Toolset):
+    """Tools of one upstream MCP server over one persistent session.
+
+    The session is opened in a background task owned by this toolset: entering the toolset starts
+    connecting and returns at once (`wait_ready` waits for the first outcome), so several upstreams
+    connect concurrently. A lost connection is reopened with capped exponential backoff and jitter,
+    forever; the catalogue is re-listed after every (re)connect and on ``tools/list_changed``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        target: Callable[[], ClientTarget],
+        *,
+        timeout: float = 60.0,
+        connect_timeout: float = 20.0,
+        mode: ConnectMode = "auto",
+        on_tools_changed: ToolsChangedHandler | None = None,
+        on_status: StatusHandler | None = None,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.name = name
+        self._target = target
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.mode = mode
+        self._on_tools_changed = on_tools_changed
+        self._on_status = on_status or StatusHandler()
+        self._max_backoff = max_backoff
+        self.status: UpstreamStatus = "connecting"
+        self.detail = ""
+        self.protocol_version: str | None = None
+        self._client: Client | None = None
+        self._tools: dict[str, ToolDef] = {}
+        self._lost = anyio.Event()
+        self._first_outcome = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._was_up = False
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def tools(self) -> dict[str, ToolDef]:
+        """The current catalogue (unprefixed names); empty while the server is down."""
+        return self._tools
+
+    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        return self._tools
+
+    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolNotFoundError(name)
+        client = self._client
+        if client is None:
+            return ToolResult.error(f"Server {self.name!r} is unavailable ({self.status}).")
+        progress = ctx.progress
+        with anyio.move_on_after(self.timeout) as scope:
+            try:
+                result = await client.call_tool(
+                    tool.upstream_name,
+                    dict(args),
+                    progress_callback=progress,
+                )
+            except _LOST_ERRORS as exc:
+                self._lost.set()
+                return ToolResult.error(f"Server {self.name!r} connection lost: {exc!r}")
+        if scope.cancelled_caught:
+            return ToolResult.error(f"Tool {name!r} timed out after {self.timeout:g} s.")
+        return tool_result_from_mcp(result)
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait for the first connection outcome; True when the server is up."""
+        with anyio.move_on_after(timeout if timeout is not None else self.connect_timeout + 1):
+            await self._first_outcome.wait()
+        return self.status == "up"
+
+    async def __aenter__(self) -> Self:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._run, name=f"upstream {self.name}")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(exc_type, exc, tb)
+        self._client = None
+        self.status = "stopped"
+        return None
+
+    async def _run(self) -> None:
+        attempt = 0
+        while True:
+            try:
+                await self._session()
+            except Exception as exc:  # any failure of the upstream means: retry later
+                await self._set_status("down" if attempt == 0 else "reconnecting", _describe(exc))
+            finally:
+                self._client = None
+                self._first_outcome.set()
+            attempt = 0 if self._was_up else attempt + 1
+            delay = min(self._max_backoff, 0.25 * math.pow(2, min(attempt, 10)))
+            await anyio.sleep(delay * (0.5 + random.random() / 2))
+
+    async def _session(self) -> None:
+        self._lost = anyio.Event()
+        self._was_up = False
+        with anyio.CancelScope() as connecting:
+            connecting.deadline = anyio.current_time() + self.connect_timeout
+            target = self._target()
+            async with Client(target, mode=self.mode, message_handler=self._on_message) as client:
+                self.protocol_version = client.protocol_version
+                await self._refresh(client)
+                connecting.deadline = math.inf
+                self._client, self._was_up = client, True
+                await self._set_status("up", f"protocol {client.protocol_version}")
+                self._first_outcome.set()
+                async with anyio.create_task_group() as tg:
+                    if _listens(client):
+                        tg.start_soon(self._listen, client)
+                    await self._lost.wait()
+                    tg.cancel_scope.cancel()
+                self._client = None
+        if connecting.cancelled_caught:
+            raise TimeoutError(f"no connection within {self.connect_timeout:g} s")
+        raise ConnectionError("connection lost")
+
+    async def _refresh(self, client: Client) -> None:
+        tools: dict[str, ToolDef] = {}
+        cursor: str | None = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                converted = tool_def_from_mcp(tool, server=self.name)
+                if converted is not None:
+                    tools[converted.name] = converted
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self._tools = tools
+
+    async def _changed(self, client: Client) -> None:
+        await self._refresh(client)
+        if self._on_tools_changed is not None:
+            await self._on_tools_changed(self.name)
+
+    async def _on_message(self, message: Any) -> None:
+        client = self._client
+        # Modern connections also see listen events here; those are handled by `_listen`.
+        if (
+            isinstance(message, types.ToolListChangedNotification)
+            and client is not None
+            and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+            await self._changed(client)
+        elif isinstance(message, Exception):
+            log.debug("upstream %s sent an error: %r", self.name, message)
+
+    async def _listen(self, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    await self._changed(client)
+        except Exception as exc:  # the listen stream is best effort; calls still work
+            log.warning("upstream %s: subscriptions/listen ended: %s", self.name, _describe(exc))
+
+    async def _set_status(self, status: UpstreamStatus, detail: str) -> None:
+        self.status, self.detail = status, detail
+        await self._on_status(self.name, status, detail)
+
+
+def _listens(client: Client) -> bool:
+    tools = client.server_capabilities.tools
+    modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+    return modern and tools is not None and bool(tools.list_changed)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _describe(exc.exceptions[0])
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
