@@ -1,0 +1,121 @@
+"""The pending-call state machine as pure functions: a record in, the next one (or a refusal) out.
+
+Every backend applies these inside its own atomic read-modify-write, so the rules live here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from gateway.approvals.errors import PendingConflict
+from gateway.approvals.pending import MUTABLE_FIELDS, TERMINAL_STATES, Kind, PendingCall, State
+
+INTERRUPTED: Final = (
+    "interrupted: the gateway stopped while this call was executing; it was not re-run"
+)
+
+_NEXT: Final[Mapping[Kind, Mapping[State, frozenset[State]]]] = {
+    "approval": {
+        "pending": frozenset({"approved", "denied", "expired", "cancelled", "done"}),
+        "approved": frozenset({"executing"}),
+        "executing": frozenset({"done", "failed"}),
+    },
+    "external": {
+        "pending": frozenset({"done", "failed", "expired", "cancelled"}),
+    },
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The outcome of planning one change.
+
+    Attributes:
+        call: The record after the step (the current one when nothing changes).
+        changed: True when ``call`` must be written.
+        error: Raised to the caller once the write (if any) is durable.
+    """
+
+    call: PendingCall
+    changed: bool = False
+    error: PendingConflict | None = None
+
+
+Plan = Callable[[PendingCall], Step]
+
+
+def check_transition(expect: Collection[State], to: State, changes: Mapping[str, Any]) -> None:
+    """Refuse, before touching the store, a transition no record could ever make.
+
+    Raises:
+        ValueError: ``to`` is unreachable from some state in ``expect``, or ``changes`` names a
+            field that is fixed at creation.
+    """
+    if not expect:
+        raise ValueError("transition needs at least one expected state")
+    for state in expect:
+        if not any(to in table.get(state, ()) for table in _NEXT.values()):
+            raise ValueError(f"No transition from {state!r} to {to!r}")
+    if fixed := set(changes) - MUTABLE_FIELDS:
+        raise ValueError(f"A transition cannot change {sorted(fixed)}")
+
+
+def _expired(call: PendingCall, now: float) -> PendingCall:
+    return replace(call, state="expired", decision="expire", updated_at=now)
+
+
+def _overdue(call: PendingCall, now: float) -> bool:
+    return call.state == "pending" and call.expires_at <= now
+
+
+def transition(
+    expect: Collection[State], to: State, changes: Mapping[str, Any], now: float
+) -> Plan:
+    """Plan a compare-and-set from one of ``expect`` to ``to``; an overdue pending call expires."""
+
+    def plan(call: PendingCall) -> Step:
+        action = f"move it to {to!r}"
+        if to != "expired" and _overdue(call, now):
+            expired = _expired(call, now)
+            return Step(expired, changed=True, error=PendingConflict(expired, action))
+        allowed = _NEXT[call.kind].get(call.state, frozenset())
+        if call.state not in expect or to not in allowed:
+            return Step(call, error=PendingConflict(call, action))
+        return Step(replace(call, state=to, updated_at=now, **changes), changed=True)
+
+    return plan
+
+
+def deliver(now: float) -> Plan:
+    """Plan handing a finished call's outcome to one caller: terminal and not yet delivered."""
+
+    def plan(call: PendingCall) -> Step:
+        if call.state not in TERMINAL_STATES or call.delivered:
+            why = "it was already delivered" if call.delivered else "it has no outcome yet"
+            return Step(call, error=PendingConflict(call, f"deliver it: {why}"))
+        return Step(replace(call, delivered=True, updated_at=now), changed=True)
+
+    return plan
+
+
+def expire_if_due(now: float) -> Plan:
+    """Plan marking a pending call past its deadline ``expired``; anything else is left alone."""
+
+    def plan(call: PendingCall) -> Step:
+        return Step(_expired(call, now), changed=True) if _overdue(call, now) else Step(call)
+
+    return plan
+
+
+def interrupt(now: float) -> Plan:
+    """Plan failing a call found ``executing`` at startup: it began and never finished."""
+
+    def plan(call: PendingCall) -> Step:
+        if call.state != "executing":
+            return Step(call)
+        failed = replace(call, state="failed", decision="error", error=INTERRUPTED, updated_at=now)
+        return Step(failed, changed=True)
+
+    return plan

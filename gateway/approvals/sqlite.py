@@ -1,0 +1,250 @@
+"""`SQLitePendingStore`: pending calls in one SQLite file, durable across restarts and crashes."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Final, TypeVar
+
+import anyio.to_thread
+
+from gateway.approvals._query import Query
+from gateway.approvals._transitions import Plan, Step
+from gateway.approvals.errors import PendingNotFound, PendingStoreError
+from gateway.approvals.pending import PendingCall
+from gateway.approvals.store import PendingListener, PendingStore
+from toolsets.canonical import canonical_json
+
+__all__ = ["SCHEMA_VERSION", "SQLitePendingStore"]
+
+T = TypeVar("T")
+
+SCHEMA_VERSION: Final = 1
+"""Stored in ``PRAGMA user_version``; a file with a newer version is refused."""
+
+# The full record is one canonical JSON text (args and result included); the other columns
+# are copies of fields that queries filter on, written from the record in one place.
+_SCHEMA: Final = (
+    """CREATE TABLE pending_calls (
+        id TEXT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL,
+        principal TEXT NOT NULL, session_id TEXT, tool TEXT NOT NULL,
+        args_sha256 TEXT NOT NULL, delivered INTEGER NOT NULL,
+        created_at REAL NOT NULL, expires_at REAL NOT NULL, updated_at REAL NOT NULL,
+        record TEXT NOT NULL)""",
+    "CREATE INDEX pending_calls_by_state ON pending_calls (state, expires_at)",
+    "CREATE INDEX pending_calls_by_call ON pending_calls (principal, tool, args_sha256)",
+    "CREATE INDEX pending_calls_by_created ON pending_calls (created_at)",
+    "CREATE TABLE used_nonces (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL)",
+    "CREATE INDEX used_nonces_by_expiry ON used_nonces (expires_at)",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+_INSERT: Final = (
+    "INSERT INTO pending_calls (id, kind, state, principal, session_id, tool, args_sha256,"
+    " delivered, created_at, expires_at, updated_at, record) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_UPDATE: Final = (
+    "UPDATE pending_calls SET state = ?, delivered = ?, updated_at = ?, record = ? WHERE id = ?"
+)
+_ORDER: Final = " ORDER BY created_at DESC, rowid DESC"
+
+
+def _record(call: PendingCall) -> str:
+    return canonical_json(call.to_json()).decode()
+
+
+def _row(call: PendingCall) -> tuple[Any, ...]:
+    return (
+        *(call.id, call.kind, call.state, call.principal, call.session_id, call.tool),
+        *(call.args_sha256, int(call.delivered), call.created_at, call.expires_at),
+        *(call.updated_at, _record(call)),
+    )
+
+
+def _decode(record: str) -> PendingCall:
+    try:
+        return PendingCall.from_json(json.loads(record))
+    except (ValueError, TypeError) as exc:
+        raise PendingStoreError(f"Corrupt pending-call record: {exc}") from exc
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction that takes the database write lock up front (no upgrade deadlocks)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    with _immediate(conn):
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise PendingStoreError(
+                f"Pending store {path!r} has schema version {version}; this lockgate reads"
+                f" up to {SCHEMA_VERSION}"
+            )
+        if version == 0:
+            for statement in _SCHEMA:
+                conn.execute(statement)
+
+
+def _open(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise PendingStoreError(f"Cannot open pending store {path!r}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _select(query: Query) -> tuple[str, builtins.list[Any]]:
+    clauses: builtins.list[str] = []
+    params: builtins.list[Any] = []
+    if query.states is not None:
+        clauses.append(f"state IN ({', '.join('?' * len(query.states))})")
+        params.extend(sorted(query.states))
+    for column, value in query.equalities().items():
+        clauses.append(f"{column} = ?")
+        params.append(value)
+    if query.due_by is not None:
+        clauses.append("expires_at <= ?")
+        params.append(query.due_by)
+    sql = "SELECT record FROM pending_calls"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    sql += _ORDER
+    if query.limit is not None:
+        sql += " LIMIT ?"
+        params.append(query.limit)
+    return sql, params
+
+
+class SQLitePendingStore(PendingStore):
+    """Pending calls in a SQLite file (WAL, ``synchronous=FULL``): a write is on disk when the
+    method returns, and a restart or crash loses nothing.
+
+    One connection, guarded by a lock, used from worker threads so the event loop never waits
+    on disk. The file is opened (and its schema created) on first use. Several processes may
+    share the file: each write is an ``IMMEDIATE`` transaction, and `wait` polls to see their
+    changes.
+
+    Args:
+        path: The database file.
+        listener: See `PendingStore`.
+        clock: See `PendingStore`.
+        poll_interval: See `PendingStore`.
+
+    Raises:
+        PendingStoreError: (from any method) The file is not a usable store, or it is closed.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        listener: PendingListener | None = None,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = 0.5,
+    ) -> None:
+        super().__init__(listener=listener, clock=clock, poll_interval=poll_interval)
+        self._path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    async def _insert(self, call: PendingCall) -> None:
+        def insert(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(_INSERT, _row(call))
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(f"Pending call {call.id!r} already exists") from exc
+
+        await self._run(insert)
+
+    async def _load(self, id: str) -> PendingCall | None:
+        def load(conn: sqlite3.Connection) -> PendingCall | None:
+            row = conn.execute("SELECT record FROM pending_calls WHERE id = ?", (id,)).fetchone()
+            return None if row is None else _decode(row[0])
+
+        return await self._run(load)
+
+    async def _query(self, query: Query) -> builtins.list[PendingCall]:
+        sql, params = _select(query)
+
+        def select(conn: sqlite3.Connection) -> builtins.list[PendingCall]:
+            return [_decode(record) for (record,) in conn.execute(sql, params)]
+
+        return await self._run(select)
+
+    async def _update(self, id: str, plan: Plan) -> Step:
+        def update(conn: sqlite3.Connection) -> Step:
+            # The IMMEDIATE transaction holds the write lock from the read to the write, so the
+            # plan sees the state it replaces: this read-decide-write is the compare-and-set.
+            with _immediate(conn):
+                row = conn.execute(
+                    "SELECT record FROM pending_calls WHERE id = ?", (id,)
+                ).fetchone()
+                if row is None:
+                    raise PendingNotFound(id)
+                step = plan(_decode(row[0]))
+                if step.changed:
+                    new = step.call
+                    conn.execute(
+                        _UPDATE, (new.state, int(new.delivered), new.updated_at, _record(new), id)
+                    )
+            return step
+
+        return await self._run(update)
+
+    async def consume_nonce(self, nonce: str, *, expires_at: float) -> bool:
+        now = self._clock()
+
+        def consume(conn: sqlite3.Connection) -> bool:
+            with _immediate(conn):
+                conn.execute("DELETE FROM used_nonces WHERE expires_at < ?", (now,))
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO used_nonces (nonce, expires_at) VALUES (?, ?)",
+                    (nonce, expires_at),
+                )
+            return cursor.rowcount == 1
+
+        return await self._run(consume)
+
+    async def close(self) -> None:
+        """Close the database connection; later calls raise `PendingStoreError`."""
+
+        def close() -> None:
+            with self._lock:
+                self._closed = True
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await anyio.to_thread.run_sync(close)
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                if self._closed:
+                    raise PendingStoreError(f"Pending store {self._path!r} is closed")
+                if self._conn is None:
+                    self._conn = _open(self._path)
+                return work(self._conn)
+
+        return await anyio.to_thread.run_sync(locked)

@@ -1,0 +1,351 @@
+"""`PendingStore`: durable pending calls with compare-and-set transitions, waiting and recovery."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, Protocol, Self
+
+import anyio
+
+from gateway.approvals import _transitions
+from gateway.approvals._query import Query
+from gateway.approvals._transitions import Plan, Step
+from gateway.approvals.errors import PendingNotFound
+from gateway.approvals.pending import Kind, PendingCall, State
+
+__all__ = ["REUSABLE_STATES", "PendingListener", "PendingStore", "RecoveryReport"]
+
+logger = logging.getLogger(__name__)
+
+REUSABLE_STATES: Final[frozenset[State]] = frozenset(
+    {"pending", "approved", "executing", "denied", "done", "failed"}
+)
+"""States in which an undelivered call answers an identical re-issued call (see `find_reusable`)."""
+_UNDECIDED: Final[frozenset[State]] = frozenset({"pending"})
+
+
+class PendingListener(Protocol):
+    """Told about every record a store wrote (create and each transition), after it is durable."""
+
+    async def __call__(self, call: PendingCall) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryReport:
+    """What `PendingStore.recover` found at startup.
+
+    Attributes:
+        expired: Pending calls whose deadline passed while the gateway was down, now ``expired``.
+        interrupted: Calls found ``executing``, now ``failed`` (never re-run).
+        pending: How many calls are still pending.
+    """
+
+    expired: tuple[PendingCall, ...]
+    interrupted: tuple[PendingCall, ...]
+    pending: int
+
+
+class PendingStore(ABC):
+    """Where pending calls live; the single authority on their state.
+
+    States: ``pending -> approved | denied | expired | cancelled``, ``approved -> executing ->
+    done | failed``; ``pending -> done`` for a ``respond`` decision; an ``external`` call goes
+    ``pending -> done | failed | expired | cancelled``. Every change is a compare-and-set
+    (`transition`): exactly one of several concurrent deciders wins, the others get
+    `gateway.approvals.errors.PendingConflict` (an `ApprovalConflict`). The
+    ``approved -> executing`` claim is what allows one, and only one, execution.
+
+    A pending call whose ``expires_at`` has passed is recorded as ``expired`` (never ``denied``)
+    by the first operation that touches it: `transition` (which then refuses), `wait`,
+    `find_reusable`, `sweep_expired` or `recover`.
+
+    Backends implement the five primitives (`_insert`, `_load`, `_query`, `_update`,
+    `consume_nonce`) and `close`; the rules live here and in `gateway.approvals._transitions`.
+
+    Args:
+        listener: Awaited after every write; its errors are logged, never raised (the write stands).
+        clock: Wall-clock source in unix seconds, for expiry.
+        poll_interval: Seconds between re-reads in `wait`, to see changes made by other processes.
+    """
+
+    def __init__(
+        self,
+        *,
+        listener: PendingListener | None = None,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = 0.5,
+    ) -> None:
+        self._listener = listener
+        self._clock = clock
+        self._poll_interval = poll_interval
+        self._waiters: dict[str, set[anyio.Event]] = {}
+
+    # -- backend primitives -------------------------------------------------------------------
+
+    @abstractmethod
+    async def _insert(self, call: PendingCall) -> None:
+        """Store a new record durably; raise `ValueError` if its id exists."""
+
+    @abstractmethod
+    async def _load(self, id: str) -> PendingCall | None:
+        """The stored record, or None."""
+
+    @abstractmethod
+    async def _query(self, query: Query) -> builtins.list[PendingCall]:
+        """Records matching ``query``, newest first."""
+
+    @abstractmethod
+    async def _update(self, id: str, plan: Plan) -> Step:
+        """Atomically load the record, apply ``plan``, durably write ``step.call`` if changed.
+
+        Raises:
+            PendingNotFound: No record has that id.
+        """
+
+    @abstractmethod
+    async def consume_nonce(self, nonce: str, *, expires_at: float) -> bool:
+        """Atomically mark a single-use nonce used.
+
+        Args:
+            nonce: The nonce (from a sealed request state).
+            expires_at: When it can be forgotten (it is refused elsewhere after that).
+
+        Returns:
+            True the first time a nonce is consumed, False on every replay.
+        """
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release the backend's resources."""
+
+    # -- public API ---------------------------------------------------------------------------
+
+    async def create(self, call: PendingCall) -> PendingCall:
+        """Store a new ``pending`` call; it is durable when this returns.
+
+        Raises:
+            ValueError: ``call`` is not pending, or its id is taken.
+        """
+        if call.state != "pending":
+            raise ValueError(f"A new pending call must be 'pending', not {call.state!r}")
+        await self._insert(call)
+        await self._published(call)
+        return call
+
+    async def get(self, id: str) -> PendingCall | None:
+        """The call with that id, or None."""
+        return await self._load(id)
+
+    async def list(
+        self,
+        *,
+        state: State | Collection[State] | None = None,
+        kind: Kind | None = None,
+        principal: str | None = None,
+        tool: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[PendingCall]:
+        """Calls matching every given filter, newest first.
+
+        Args:
+            state: One state or several.
+            kind: ``approval`` or ``external``.
+            principal: The requesting principal's id.
+            tool: The exposed tool name.
+            limit: At most this many.
+        """
+        states = frozenset([state] if isinstance(state, str) else state) if state else None
+        query = Query(states=states, kind=kind, principal=principal, tool=tool, limit=limit)
+        return await self._query(query)
+
+    async def transition(
+        self, id: str, *, expect: Collection[State], to: State, **updates: Any
+    ) -> PendingCall:
+        """Move a call from one of ``expect`` to ``to``, atomically, changing ``updates`` too.
+
+        Args:
+            id: The call.
+            expect: States the caller believes the call is in.
+            to: The new state.
+            **updates: Other fields to set (decided_by, decision, channel, message,
+                override_args, result, error, retry_after, delivered).
+
+        Returns:
+            The record as stored after the transition.
+
+        Raises:
+            PendingNotFound: No call has that id.
+            PendingConflict: The call is not in ``expect`` (or cannot go to ``to``); a pending
+                call past its deadline is recorded ``expired`` and this is raised.
+            ValueError: No call could ever make this transition, or ``updates`` names a
+                field fixed at creation.
+        """
+        _transitions.check_transition(expect, to, updates)
+        plan = _transitions.transition(frozenset(expect), to, updates, self._clock())
+        return await self._apply(id, plan)
+
+    async def deliver(self, id: str) -> PendingCall:
+        """Claim the right to hand a finished call's outcome to a caller; succeeds once.
+
+        Raises:
+            PendingNotFound: No call has that id.
+            PendingConflict: The call is not finished, or its outcome was already delivered.
+        """
+        return await self._apply(id, _transitions.deliver(self._clock()))
+
+    async def find_reusable(
+        self, principal: str, tool: str, args_sha256: str, *, session_id: str | None = None
+    ) -> PendingCall | None:
+        """The call an identical re-issued call should resume, or None to create a new one.
+
+        The rule for re-issuing a call (same principal, tool and argument hash; same session
+        when ``session_id`` is given): the newest *undelivered* call in `REUSABLE_STATES`
+        answers it.
+
+        - ``pending``: hold again (wait on it);
+        - ``approved``: claim it with ``transition(expect={"approved"}, to="executing")`` and run
+          it; only one claimer wins; finish with ``to="done"|"failed", delivered=True``;
+        - ``executing``: another caller is running it; wait or report it as running;
+        - ``denied`` / ``done`` / ``failed``: `deliver` it, then return the denial or result.
+
+        Each outcome is delivered once: after `deliver` (or a finish with ``delivered=True``)
+        the call is never reused, so a later identical call creates a new pending call. So do
+        ``expired`` and ``cancelled`` calls. Pending calls past their deadline found here are
+        recorded ``expired`` and skipped. The caller still checks that the record's
+        ``tool_pin`` and ``policy_version`` match the current ones before executing it.
+        """
+        query = Query(
+            states=REUSABLE_STATES,
+            principal=principal,
+            session_id=session_id,
+            tool=tool,
+            args_sha256=args_sha256,
+            delivered=False,
+        )
+        now = self._clock()
+        for call in await self._query(query):
+            step = await self._commit(call.id, _transitions.expire_if_due(now))
+            if not step.changed:
+                return step.call
+        return None
+
+    # ``timeout`` is part of the result, not a cancel scope: on timeout the current record is
+    # returned (a timeout is not an expiry), which `anyio.fail_after` cannot express.
+    async def wait(
+        self,
+        id: str,
+        timeout: float,  # noqa: ASYNC109
+        *,
+        while_in: Collection[State] = _UNDECIDED,
+    ) -> PendingCall:
+        """Wait until the call leaves ``while_in`` (default: until it is decided).
+
+        Wakes at once on a transition made through this store object, and re-reads every
+        ``poll_interval`` to see transitions made by other processes. A pending call reaching
+        its deadline is recorded ``expired`` and returned.
+
+        Returns:
+            The call as soon as its state is not in ``while_in``, or its current record
+            (still in ``while_in``) when ``timeout`` seconds pass. A timeout is not an expiry.
+
+        Raises:
+            PendingNotFound: No call has that id.
+        """
+        deadline = anyio.current_time() + timeout
+        while True:
+            event = anyio.Event()
+            self._waiters.setdefault(id, set()).add(event)
+            try:
+                call = await self._current(id)
+                remaining = deadline - anyio.current_time()
+                if call.state not in while_in or remaining <= 0:
+                    return call
+                until_expiry = max(call.expires_at - self._clock(), 0.0)
+                with anyio.move_on_after(min(remaining, self._poll_interval, until_expiry)):
+                    await event.wait()
+            finally:
+                self._forget_waiter(id, event)
+
+    async def sweep_expired(self, now: float | None = None) -> builtins.list[PendingCall]:
+        """Record every pending call past its deadline as ``expired``; return those changed."""
+        now = self._clock() if now is None else now
+        due = await self._query(Query(states=frozenset({"pending"}), due_by=now))
+        steps = [await self._commit(call.id, _transitions.expire_if_due(now)) for call in due]
+        return [step.call for step in steps if step.changed]
+
+    async def recover(self) -> RecoveryReport:
+        """Bring the store to a safe state at startup; run it before serving.
+
+        Expires overdue pending calls, and fails every call found ``executing`` (it began
+        before a crash and its outcome is unknown) with an "interrupted" error: such a call is
+        never re-run. Pending calls stay pending.
+        """
+        expired = await self.sweep_expired()
+        now = self._clock()
+        running = await self._query(Query(states=frozenset({"executing"})))
+        interrupted = [await self._commit(c.id, _transitions.interrupt(now)) for c in running]
+        pending = await self._query(Query(states=frozenset({"pending"})))
+        return RecoveryReport(
+            expired=tuple(expired),
+            interrupted=tuple(step.call for step in interrupted if step.changed),
+            pending=len(pending),
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- shared machinery ---------------------------------------------------------------------
+
+    async def _current(self, id: str) -> PendingCall:
+        """The stored record, expiring it first when it is pending past its deadline."""
+        call = await self._load(id)
+        if call is None:
+            raise PendingNotFound(id)
+        if call.state == "pending" and call.expires_at <= self._clock():
+            return (await self._commit(id, _transitions.expire_if_due(self._clock()))).call
+        return call
+
+    async def _commit(self, id: str, plan: Plan) -> Step:
+        """Apply ``plan`` and announce the write; errors are returned in the step, not raised."""
+        step = await self._update(id, plan)
+        if step.changed:
+            await self._published(step.call)
+        return step
+
+    async def _apply(self, id: str, plan: Plan) -> PendingCall:
+        step = await self._commit(id, plan)
+        if step.error is not None:
+            raise step.error
+        return step.call
+
+    async def _published(self, call: PendingCall) -> None:
+        for event in self._waiters.pop(call.id, set()):
+            event.set()
+        if self._listener is None:
+            return
+        try:
+            await self._listener(call)
+        except Exception:
+            # The write is durable; a failing subscriber must not make it look undone.
+            logger.exception("Pending-call listener failed for %r", call.id)
+
+    def _forget_waiter(self, id: str, event: anyio.Event) -> None:
+        waiters = self._waiters.get(id)
+        if waiters is not None:
+            waiters.discard(event)
+            if not waiters:
+                del self._waiters[id]
