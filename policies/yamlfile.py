@@ -1,4 +1,4 @@
-"""Strict YAML files validated by pydantic models, with every error located by file, line and key."""
+"""Strict YAML files validated by pydantic models, every error located by file, line and key."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolsets.errors import ConfigError, ConfigIssue
 
-__all__ = ["Located", "load_model", "load_yaml", "parse_model"]
+__all__ = ["Located", "load_model", "load_yaml", "load_yaml_with_issues", "parse_model"]
 
 M = TypeVar("M", bound=BaseModel)
 Loc = tuple[int | str, ...]
@@ -52,8 +52,14 @@ def _walk(node: yaml.Node, loc: Loc, marks: dict[Loc, tuple[int, int]], issues: 
             _walk(item, child, marks, issues)
 
 
-def load_yaml(text: str, file: str) -> Located:
-    """Parse ``text`` with the safe loader, recording positions; duplicate keys are errors."""
+def load_yaml_with_issues(text: str, file: str) -> tuple[Located, list[ConfigIssue]]:
+    """Like `load_yaml`, but duplicate keys are returned as issues (the last value wins).
+
+    Lets a caller report duplicate keys together with the validation errors of the same file.
+
+    Raises:
+        ConfigError: When the text is not valid YAML.
+    """
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text) if root is not None else None
@@ -62,15 +68,23 @@ def load_yaml(text: str, file: str) -> Located:
         line = mark.line + 1 if mark is not None else None
         column = mark.column + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError([ConfigIssue(file, line, column, "", f"invalid YAML: {problem}")]) from None
+        raise ConfigError(
+            [ConfigIssue(file, line, column, "", f"invalid YAML: {problem}")]
+        ) from None
     marks: dict[Loc, tuple[int, int]] = {}
     duplicates: list[Loc] = []
     if root is not None:
         marks[()] = (root.start_mark.line + 1, root.start_mark.column + 1)
         _walk(root, (), marks, duplicates)
     located = Located(file, data, marks)
+    return located, [located.issue(loc, "duplicate key") for loc in duplicates]
+
+
+def load_yaml(text: str, file: str) -> Located:
+    """Parse ``text`` with the safe loader, recording positions; duplicate keys are errors."""
+    located, duplicates = load_yaml_with_issues(text, file)
     if duplicates:
-        raise ConfigError([located.issue(loc, "duplicate key") for loc in duplicates])
+        raise ConfigError(duplicates)
     return located
 
 
@@ -97,5 +111,7 @@ def load_model(path: str | Path, model: type[M], error_type: type[ConfigError] =
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise error_type([ConfigIssue(file, None, None, "", f"cannot read: {exc.strerror}")]) from None
+        raise error_type(
+            [ConfigIssue(file, None, None, "", f"cannot read: {exc.strerror}")]
+        ) from None
     return parse_model(load_yaml(text, file), model, error_type)

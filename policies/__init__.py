@@ -1,0 +1,37 @@
+"""The policy engine: YAML policy files compiled into fast matchers and CEL conditions.
+
+Load files with `PolicyEngine.load`, hold the current engine in a `PolicyHolder` (atomic reloads,
+optional file watching) and ask it for a `Decision` per listing (`evaluate_visibility`) or per
+call (`evaluate_call`).
+"""
+
+from policies.decision import (
+    ALL_DECISION_KINDS,
+    DEFAULT_APPROVAL,
+    EFFECT_RANK,
+    ApprovalOptions,
+    Decision,
+    DecisionKind,
+    Effect,
+)
+from policies.durations import format_duration, parse_duration
+from policies.engine import PolicyEngine
+from policies.holder import PolicyHolder
+from policies.rules import CompiledRule
+from policies.session import SessionState
+
+__all__ = [
+    "ALL_DECISION_KINDS",
+    "DEFAULT_APPROVAL",
+    "EFFECT_RANK",
+    "ApprovalOptions",
+    "CompiledRule",
+    "Decision",
+    "DecisionKind",
+    "Effect",
+    "PolicyEngine",
+    "PolicyHolder",
+    "SessionState",
+    "format_duration",
+    "parse_duration",
+]

@@ -1,0 +1,84 @@
+"""`RuleIndex`: finds the rules whose selectors match a tool without scanning them all."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from policies.rules import CompiledRule
+
+__all__ = ["LIST_TIME_BLOCKERS", "Candidates", "RuleIndex"]
+
+LIST_TIME_BLOCKERS: Final = frozenset({"args", "session"})
+"""Rules whose conditions read these are skipped at list time: no call, no values yet."""
+
+_CACHE_LIMIT: Final = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The rules that apply to one tool by name and server, in load order.
+
+    Attributes:
+        call_rules: Rules to evaluate for a call.
+        call_variables: CEL variables those rules read (the context to build).
+        list_rules: Rules to evaluate for listing (none reads ``args`` or ``session``).
+        list_variables: CEL variables those rules read.
+    """
+
+    call_rules: tuple[CompiledRule, ...]
+    call_variables: frozenset[str]
+    list_rules: tuple[CompiledRule, ...]
+    list_variables: frozenset[str]
+
+    @classmethod
+    def of(cls, rules: Sequence[CompiledRule]) -> Candidates:
+        """Candidates from statically matching rules (already in load order)."""
+        listing = tuple(r for r in rules if not r.variables & LIST_TIME_BLOCKERS)
+        return cls(tuple(rules), _union(rules), listing, _union(listing))
+
+
+def _union(rules: Iterable[CompiledRule]) -> frozenset[str]:
+    return frozenset().union(*(r.variables for r in rules))
+
+
+class RuleIndex:
+    """Rules bucketed by literal tool name, by literal server, and the rest; lookups are cached.
+
+    Rules naming literal tools are found by name, rules naming only literal servers by server,
+    all others (globs, no selector) are checked one by one. The result per (tool name, server)
+    is cached, so evaluation cost does not grow with unrelated rules.
+    """
+
+    def __init__(self, rules: Sequence[CompiledRule]) -> None:
+        self._by_tool: defaultdict[str, list[CompiledRule]] = defaultdict(list)
+        self._by_server: defaultdict[str, list[CompiledRule]] = defaultdict(list)
+        self._scan: list[CompiledRule] = []
+        for rule in rules:
+            if (names := rule.literal_tools) is not None:
+                for name in names:
+                    self._by_tool[name].append(rule)
+            elif rule.tools is None and (servers := rule.literal_servers) is not None:
+                for server in servers:
+                    self._by_server[server].append(rule)
+            else:
+                self._scan.append(rule)
+        self._cache: dict[tuple[str, str], Candidates] = {}
+
+    def candidates(self, name: str, server: str) -> Candidates:
+        """The rules whose tool and server selectors match ``name`` on ``server``."""
+        key = (name, server)
+        found = self._cache.get(key)
+        if found is None:
+            found = Candidates.of(self._lookup(name, server))
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = found
+        return found
+
+    def _lookup(self, name: str, server: str) -> list[CompiledRule]:
+        pool = [*self._by_tool.get(name, ()), *self._by_server.get(server, ()), *self._scan]
+        unique = {id(rule): rule for rule in pool if rule.applies_to(name, server)}
+        return sorted(unique.values(), key=lambda rule: rule.order)

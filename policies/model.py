@@ -1,0 +1,161 @@
+"""The pydantic models of a policy file (the source of its JSON Schema)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from policies.cel_conditions import ALLOWED_VARIABLES, condition_problem
+from policies.decision import DecisionKind, Effect
+from policies.durations import DURATION_PATTERN, parse_duration
+from policies.matchers import glob_problem, principal_entry_problem
+
+__all__ = ["ApprovalModel", "DefaultsModel", "PolicyFile", "RuleModel"]
+
+
+def _checked(problem: Any, kind: str) -> Any:
+    """An after-validator raising a clean, located error when ``problem(value)`` says so."""
+
+    def check(value: str) -> str:
+        message = problem(value)
+        if message is not None:
+            raise PydanticCustomError(kind, message)
+        return value
+
+    return AfterValidator(check)
+
+
+def _duration(value: object) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise PydanticCustomError("duration", str(exc)) from None
+
+
+Duration = Annotated[
+    float,
+    BeforeValidator(_duration),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "string", "pattern": DURATION_PATTERN},
+            ],
+            "description": "Seconds, or a duration such as '500ms', '50s', '15m', '1h', '1d'.",
+        }
+    ),
+]
+Glob = Annotated[
+    str,
+    _checked(glob_problem, "glob"),
+    Field(description="Name glob: letters, digits, '_', '-', with '*', '?' and '[...]'."),
+]
+PrincipalEntry = Annotated[
+    str,
+    _checked(principal_entry_problem, "principal"),
+    Field(description="A principal id (may use '*'), 'role:NAME', or either negated with '!'."),
+]
+CelExpression = Annotated[
+    str,
+    _checked(condition_problem, "cel"),
+    Field(description=f"A CEL expression over {', '.join(sorted(ALLOWED_VARIABLES))}."),
+]
+
+
+def _pattern_problem(pattern: str, expected: str) -> Any:
+    compiled = re.compile(pattern)
+    return lambda value: None if compiled.match(value) else f"invalid {expected}: {value!r}"
+
+
+_APPROVER = r"^(caller|role:\S+|user:\S+)$"
+_REDACT = r"^args(\.[^.\s]+)+$"
+_RULE_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
+
+Approver = Annotated[
+    str,
+    _checked(
+        _pattern_problem(_APPROVER, "approver (use 'caller', 'role:NAME' or 'user:ID')"), "approver"
+    ),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": _APPROVER,
+            "description": "'caller' (the calling user), 'role:NAME' or 'user:ID'.",
+        }
+    ),
+]
+RedactPath = Annotated[
+    str,
+    _checked(_pattern_problem(_REDACT, "redact path (use 'args.KEY[.KEY...]')"), "redact"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": _REDACT,
+            "description": "A dotted argument path to mask in events, e.g. 'args.headers.token'.",
+        }
+    ),
+]
+RuleId = Annotated[
+    str,
+    _checked(
+        _pattern_problem(_RULE_ID, "rule id (letters, digits and '_.:-', up to 100)"), "rule_id"
+    ),
+    WithJsonSchema({"type": "string", "pattern": _RULE_ID, "description": "Unique rule id."}),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ApprovalModel(_Strict):
+    """Approval options; every field unset falls back to the file's defaults, then built-ins."""
+
+    approvers: list[Approver] | None = Field(None, description="Who may decide.")
+    expires: Duration | None = Field(None, description="Until an undecided request expires.")
+    hold: Duration | None = Field(
+        None, description="How long the call is held open for a decision."
+    )
+    decisions: (
+        Annotated[list[DecisionKind], Field(min_length=1, json_schema_extra={"uniqueItems": True})]
+        | None
+    ) = Field(None, description="Answers an approver may give.")
+
+
+class DefaultsModel(_Strict):
+    """What applies when no rule matches, and approval defaults for every rule."""
+
+    effect: Effect | None = Field(None, description="Effect when no rule matches (default: ask).")
+    reason: str | None = None
+    message: str | None = Field(None, description="What the model reads when refused.")
+    approval: ApprovalModel | None = None
+
+
+class RuleModel(_Strict):
+    """One rule. It matches when every selector it has matches; unset selectors match anything."""
+
+    id: RuleId
+    description: str | None = None
+    tools: list[Glob] | None = Field(None, min_length=1, description="Globs on exposed tool names.")
+    servers: list[Glob] | None = Field(None, min_length=1, description="Globs on server names.")
+    principals: list[PrincipalEntry] | None = Field(None, min_length=1)
+    when: CelExpression | None = Field(None, description="Matches only when this is true.")
+    unless: CelExpression | None = Field(None, description="Does not match when this is true.")
+    effect: Effect
+    reason: str | None = Field(None, description="Why, shown to operators and approvers.")
+    message: str | None = Field(None, description="What the model reads when refused.")
+    approval: ApprovalModel | None = None
+    redact: list[RedactPath] = Field(default_factory=list)
+
+
+class PolicyFile(_Strict):
+    """A lockgate policy file."""
+
+    model_config = ConfigDict(title="lockgate policy")
+
+    version: Literal[1] = Field(description="Policy format version.")
+    defaults: DefaultsModel | None = None
+    rules: list[RuleModel] = Field(default_factory=list)

@@ -1,0 +1,117 @@
+"""`CompiledRule`: a validated rule turned into precompiled matchers and CEL conditions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from policies.cel_conditions import Condition, compile_condition
+from policies.decision import EFFECT_RANK, ApprovalOptions, Effect
+from policies.matchers import (
+    PrincipalMatcher,
+    StrMatcher,
+    compile_globs,
+    compile_principals,
+    is_literal,
+)
+from policies.model import RuleModel
+
+__all__ = ["CompiledRule", "compile_rule"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class CompiledRule:
+    """A rule ready to evaluate.
+
+    Attributes:
+        order: Position in load order across all files (ties go to the lowest).
+        id: The rule id.
+        effect: Its effect; ``rank`` is that effect's restrictiveness.
+        file: The file that defines it; ``line`` where the rule starts.
+        tools: Tool globs, None for any tool; ``servers`` likewise.
+        when: Condition that must hold; ``unless``: condition that must not hold.
+        conditional: Whether it has a ``when`` or ``unless``.
+        variables: CEL variables its conditions read.
+    """
+
+    order: int
+    id: str
+    effect: Effect
+    rank: int
+    file: str
+    line: int | None
+    tools: tuple[str, ...] | None
+    servers: tuple[str, ...] | None
+    match_tool: StrMatcher | None
+    match_server: StrMatcher | None
+    match_principal: PrincipalMatcher | None
+    when: Condition | None
+    unless: Condition | None
+    conditional: bool
+    variables: frozenset[str]
+    reason: str
+    message: str | None
+    approval: ApprovalOptions
+    redact: tuple[str, ...]
+
+    @property
+    def literal_tools(self) -> tuple[str, ...] | None:
+        """The tool names when every tool pattern is a literal name, else None."""
+        if self.tools is not None and all(is_literal(t) for t in self.tools):
+            return self.tools
+        return None
+
+    @property
+    def literal_servers(self) -> tuple[str, ...] | None:
+        """The server names when every server pattern is a literal name, else None."""
+        if self.servers is not None and all(is_literal(s) for s in self.servers):
+            return self.servers
+        return None
+
+    def applies_to(self, name: str, server: str) -> bool:
+        """Whether the tool/server selectors match (the part that depends on the tool only)."""
+        return (self.match_tool is None or self.match_tool(name)) and (
+            self.match_server is None or self.match_server(server)
+        )
+
+    def holds(self, context: Any) -> bool:
+        """Whether ``when`` holds and ``unless`` does not, in a ``cel.Context``.
+
+        Raises:
+            ConditionError: When a condition cannot be evaluated.
+        """
+        if self.when is not None and not self.when.evaluate(context):
+            return False
+        return self.unless is None or not self.unless.evaluate(context)
+
+
+def compile_rule(
+    rule: RuleModel, *, order: int, file: str, line: int | None, approval: ApprovalOptions
+) -> CompiledRule:
+    """Compile a validated rule; ``approval`` is its fully resolved approval options."""
+    when = compile_condition(rule.when) if rule.when is not None else None
+    unless = compile_condition(rule.unless) if rule.unless is not None else None
+    variables = (when.variables if when else frozenset()) | (
+        unless.variables if unless else frozenset()
+    )
+    return CompiledRule(
+        order=order,
+        id=rule.id,
+        effect=rule.effect,
+        rank=EFFECT_RANK[rule.effect],
+        file=file,
+        line=line,
+        tools=tuple(rule.tools) if rule.tools is not None else None,
+        servers=tuple(rule.servers) if rule.servers is not None else None,
+        match_tool=compile_globs(rule.tools) if rule.tools is not None else None,
+        match_server=compile_globs(rule.servers) if rule.servers is not None else None,
+        match_principal=compile_principals(rule.principals) if rule.principals else None,
+        when=when,
+        unless=unless,
+        conditional=when is not None or unless is not None,
+        variables=variables,
+        reason=rule.reason or f"matched rule {rule.id!r}",
+        message=rule.message,
+        approval=approval,
+        redact=tuple(rule.redact),
+    )
