@@ -245,4 +245,4 @@ def _parse_docstring(target: Callable[..., Any]) -> tuple[str | None, dict[str, 
     except docstring_parser.ParseError:
         return doc, {}
     params = {p.arg_name: p.description for p in parsed.params if p.description}
-    return parsed.description or None, params
+    return (parsed.description or "").strip() or None, params
