@@ -1,0 +1,120 @@
+"""Redaction: argument paths named by policy and credential-looking values are masked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any, Final
+
+__all__ = ["MASK", "SENSITIVE_KEYS", "mask_credentials", "redact"]
+
+MASK: Final = "[REDACTED]"
+
+SENSITIVE_KEYS: Final = frozenset(
+    {
+        "password",
+        "passwd",
+        "secret",
+        "clientsecret",
+        "apikey",
+        "accesstoken",
+        "refreshtoken",
+        "idtoken",
+        "authorization",
+        "proxyauthorization",
+        "privatekey",
+        "cookie",
+        "setcookie",
+    }
+)
+"""Keys whose values are masked wherever they appear (compared lower-case without ``-``/``_``)."""
+
+_CREDENTIALS: Final = tuple(
+    (re.compile(pattern, re.DOTALL), replacement)
+    for pattern, replacement in (
+        (
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+            MASK,
+        ),
+        (r"Bearer [A-Za-z0-9\-._~+/]{8,}=*", f"Bearer {MASK}"),
+        (r"bearer [A-Za-z0-9\-._~+/]{8,}=*", f"bearer {MASK}"),
+        (r"sk-(?:[a-z]+-)?[A-Za-z0-9_\-]{16,}", MASK),
+        (r"gh[pousr]_[A-Za-z0-9]{20,}", MASK),
+        (r"github_pat_[A-Za-z0-9_]{20,}", MASK),
+        (r"A[KS]IA[0-9A-Z]{16}", MASK),
+        (r"xox[abposr]-[A-Za-z0-9\-]{10,}", MASK),
+        (r"AIza[0-9A-Za-z_\-]{35}", MASK),
+        (r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", MASK),
+    )
+)
+"""PEM private keys, bearer tokens, ``sk-`` keys (OpenAI, Anthropic), GitHub, AWS, Slack and Google
+keys, JWTs. Each pattern starts with a literal so `re` scans for it quickly (one alternation would
+be ~10x slower); only the matching part is masked, so the surrounding text stays readable."""
+_SHORTEST: Final = 14
+"""No credential above is shorter; shorter strings are not scanned."""
+
+_Path = tuple[str, ...]
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with every credential-looking substring replaced by `MASK`."""
+    if len(text) < _SHORTEST:
+        return text
+    for pattern, replacement in _CREDENTIALS:
+        if pattern.search(text):
+            text = pattern.sub(replacement, text)
+    return text
+
+
+def redact(value: Any, paths: Iterable[str] = (), *, root: str = "args") -> Any:
+    """A redacted copy of ``value`` (the input is never changed).
+
+    Args:
+        value: JSON-like data (mappings, lists, scalars).
+        paths: Dotted paths as written in policies, relative to ``root``: ``args.token``,
+            ``args.headers.authorization``; ``*`` matches any key or list item, a number a list
+            index, and keys compare case-insensitively. Paths under another root are ignored.
+        root: The name ``value`` has in ``paths``.
+
+    Returns:
+        The data with the addressed values, values under `SENSITIVE_KEYS` and credential-looking
+        substrings masked.
+    """
+    return _walk(value, _compile(tuple(paths), root))
+
+
+@lru_cache(maxsize=256)
+def _compile(paths: tuple[str, ...], root: str) -> tuple[_Path, ...]:
+    prefix = root + "."
+    return tuple(
+        tuple(part.lower() for part in path[len(prefix) :].split("."))
+        for path in paths
+        if path.startswith(prefix) and len(path) > len(prefix)
+    )
+
+
+def _walk(value: Any, paths: tuple[_Path, ...]) -> Any:
+    if isinstance(value, str):
+        return mask_credentials(value)
+    if isinstance(value, Mapping):
+        return {key: _child(key, item, paths) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_child(str(index), item, paths) for index, item in enumerate(value)]
+    return value
+
+
+def _child(key: Any, item: Any, paths: tuple[_Path, ...]) -> Any:
+    name = str(key).lower()
+    if name.replace("_", "").replace("-", "") in SENSITIVE_KEYS:
+        return MASK
+    if not paths:
+        return _walk(item, paths)
+    rest: list[_Path] = []
+    for path in paths:
+        if path[0] in ("*", name):
+            if len(path) == 1:
+                return MASK
+            rest.append(path[1:])
+    return _walk(item, tuple(rest))

@@ -1,0 +1,210 @@
+"""Constructors for each event type; every one redacts before the event exists.
+
+Call events share ``call_id``, ``tool``, ``server``, ``upstream_tool``, ``principal`` (the id only;
+claims may hold secrets) and ``session_id``. Arguments are masked along the decision's ``redact``
+paths and for credential-looking values; responses and messages for credential-looking values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+from gateway.events.model import GAP, RESET, Event
+from gateway.events.redact import redact
+from toolsets.canonical import sha256_hex
+from toolsets.context import CallContext
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = [
+    "ALLOW",
+    "DecisionLike",
+    "SimpleDecision",
+    "UpstreamState",
+    "approval_requested",
+    "approval_resolved",
+    "gap",
+    "reset",
+    "response_data",
+    "tool_call",
+    "tool_deferred",
+    "tool_denied",
+    "tool_result",
+    "tools_changed",
+    "upstream_status",
+]
+
+UpstreamState = Literal["up", "down", "reconnecting"]
+
+
+class DecisionLike(Protocol):
+    """What events need of a policy decision; `policies.decision.Decision` fits as is."""
+
+    @property
+    def effect(self) -> str: ...
+    @property
+    def rule_id(self) -> str | None: ...
+    @property
+    def redact(self) -> tuple[str, ...]: ...
+
+
+class SimpleDecision:
+    """A `DecisionLike` for callers without a policy engine (tests, local toolsets)."""
+
+    __slots__ = ("effect", "redact", "rule_id")
+
+    def __init__(self, effect: str, rule_id: str | None = None, redact: tuple[str, ...] = ()):
+        self.effect, self.rule_id, self.redact = effect, rule_id, redact
+
+
+ALLOW = SimpleDecision("allow")
+"""The decision assumed when no policy said anything."""
+
+
+def _call(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
+    return {
+        "call_id": ctx.call_id,
+        "tool": tool.name,
+        "server": tool.server,
+        "upstream_tool": tool.upstream_name,
+        "principal": ctx.principal.id,
+        "session_id": ctx.session_id,
+    }
+
+
+def _decision(decision: DecisionLike) -> dict[str, Any]:
+    return {"effect": decision.effect, "rule_id": decision.rule_id}
+
+
+def _with_args(
+    tool: ToolDef, ctx: CallContext, args: Mapping[str, Any], decision: DecisionLike
+) -> dict[str, Any]:
+    data = _call(tool, ctx)
+    data["args"] = redact(args, decision.redact)
+    data["args_sha256"] = sha256_hex(args)
+    data["decision"] = _decision(decision)
+    return data
+
+
+def tool_call(
+    tool: ToolDef, ctx: CallContext, args: Mapping[str, Any], decision: DecisionLike = ALLOW
+) -> Event:
+    """``tool.call``: the call is about to be forwarded; ``args_sha256`` covers unredacted args."""
+    return Event(type="tool.call", data=_with_args(tool, ctx, args, decision))
+
+
+def response_data(result: ToolResult) -> dict[str, Any]:
+    """A result in MCP wire form (``content`` blocks and ``structuredContent``), redacted."""
+    content = [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in result.content]
+    return redact({"content": content, "structuredContent": result.structured_content})  # type: ignore[no-any-return]
+
+
+def tool_result(
+    tool: ToolDef,
+    ctx: CallContext,
+    result: ToolResult,
+    duration_ms: float,
+    decision: DecisionLike = ALLOW,
+) -> Event:
+    """``tool.result``: the call returned (``is_error`` results included)."""
+    data = _call(tool, ctx)
+    data["response"] = response_data(result)
+    data["is_error"] = result.is_error
+    data["duration_ms"] = round(duration_ms, 3)
+    data["decision"] = _decision(decision)
+    return Event(type="tool.result", data=data)
+
+
+def tool_denied(
+    tool: ToolDef, ctx: CallContext, args: Mapping[str, Any], decision: DecisionLike, message: str
+) -> Event:
+    """``tool.denied``: the policy refused the call; ``message`` is what the model reads."""
+    data = _with_args(tool, ctx, args, decision)
+    data["message"] = redact(message)
+    return Event(type="tool.denied", data=data)
+
+
+def approval_requested(
+    tool: ToolDef,
+    ctx: CallContext,
+    args: Mapping[str, Any],
+    decision: DecisionLike,
+    *,
+    approval_id: str,
+    reason: str = "",
+    expires_at: str | None = None,
+) -> Event:
+    """``tool.approval.requested``: the call is held until an approver decides."""
+    data = _with_args(tool, ctx, args, decision)
+    data.update(approval_id=approval_id, reason=redact(reason), expires_at=expires_at)
+    return Event(type="tool.approval.requested", data=data)
+
+
+def approval_resolved(
+    tool: ToolDef,
+    ctx: CallContext,
+    *,
+    approval_id: str,
+    decision: str,
+    decided_by: str,
+    channel: str,
+    message: str | None = None,
+) -> Event:
+    """``tool.approval.resolved``: ``decision`` is approve/deny/edit/respond/expired/cancelled."""
+    data = _call(tool, ctx)
+    data.update(
+        approval_id=approval_id,
+        decision=decision,
+        decided_by=decided_by,
+        channel=channel,
+        message=None if message is None else redact(message),
+    )
+    return Event(type="tool.approval.resolved", data=data)
+
+
+def tool_deferred(
+    tool: ToolDef,
+    ctx: CallContext,
+    args: Mapping[str, Any],
+    decision: DecisionLike,
+    *,
+    pending_id: str,
+) -> Event:
+    """``tool.deferred``: the call waits for an external executor to post its result."""
+    data = _with_args(tool, ctx, args, decision)
+    data["pending_id"] = pending_id
+    return Event(type="tool.deferred", data=data)
+
+
+def tools_changed(
+    before: Mapping[str, str], after: Mapping[str, str], *, server: str | None = None
+) -> Event | None:
+    """``tools.changed`` from two ``{name: pin}`` catalogues, or None when nothing changed."""
+    added = [{"name": n, "pin": after[n]} for n in sorted(after.keys() - before.keys())]
+    removed = [{"name": n, "pin": before[n]} for n in sorted(before.keys() - after.keys())]
+    changed = [
+        {"name": n, "old_pin": before[n], "pin": after[n]}
+        for n in sorted(before.keys() & after.keys())
+        if before[n] != after[n]
+    ]
+    if not (added or removed or changed):
+        return None
+    data = {"server": server, "added": added, "removed": removed, "changed": changed}
+    return Event(type="tools.changed", data=data)
+
+
+def upstream_status(server: str, status: UpstreamState, *, error: str | None = None) -> Event:
+    """``upstream.status``: an upstream server came up, went down or is reconnecting."""
+    data = {"server": server, "status": status, "error": None if error is None else redact(error)}
+    return Event(type="upstream.status", data=data)
+
+
+def gap(missed: int) -> Event:
+    """``lockgate.gap``: ``missed`` events were dropped for this subscriber."""
+    return Event(type=GAP, data={"missed": missed})
+
+
+def reset(last_event_id: str) -> Event:
+    """``lockgate.reset``: ``last_event_id`` is no longer in the replay buffer."""
+    return Event(type=RESET, data={"last_event_id": last_event_id, "reason": "id not in buffer"})
