@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -320,8 +319,6 @@ async def _execute(
         else:
             call = functools.partial(tool.function, *args, **kwargs)
             value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-            if inspect.isawaitable(value):
-                value = await value
         return _to_result(tool, value)
     except Exception as exc:
         logger.exception("tool %r failed (call %s)", tool.name, ctx.call_id)
@@ -358,4 +355,4 @@ def _invalid_arguments(name: str, exc: ValidationError) -> str:
 def _checked_timeout(seconds: float | None) -> float | None:
     if seconds is not None and not seconds > 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {seconds!r}")
-    return seconds
+    return None if seconds is None else float(seconds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Optional
@@ -382,3 +383,51 @@ def test_return_annotation_becomes_output_schema(
 def test_sync_and_async_functions_are_told_apart() -> None:
     assert function_schema(fixtures_functions.whoami).is_async
     assert not function_schema(fixtures_functions.add).is_async
+
+
+class Greeter:
+    def __init__(self, greeting: str) -> None:
+        self.greeting = greeting
+
+    def greet(self, name: str) -> str:
+        """Greet someone.
+
+        Args:
+            name: Who to greet.
+        """
+        return f"{self.greeting} {name}"
+
+    async def __call__(self, name: str, ctx: ToolContext) -> str:
+        """Greet someone, asynchronously."""
+        return f"{self.greeting} {name}"
+
+
+def scale(factor: float, value: float) -> float:
+    """Scale a value.
+
+    Args:
+        factor: The factor.
+        value: The value to scale.
+    """
+    return factor * value
+
+
+@pytest.mark.parametrize(
+    ("func", "properties", "description", "is_async"),
+    [
+        pytest.param(Greeter("hi").greet, ["name"], "Greet someone.", False, id="bound-method"),
+        pytest.param(
+            Greeter("hi"), ["name"], "Greet someone, asynchronously.", True, id="callable"
+        ),
+        pytest.param(
+            functools.partial(scale, 2.0), ["value"], "Scale a value.", False, id="partial"
+        ),
+    ],
+)
+def test_other_callables_are_described_by_their_underlying_function(
+    func: Callable[..., Any], properties: list[str], description: str, is_async: bool
+) -> None:
+    schema = function_schema(func)
+    assert list(schema.input_schema["properties"]) == properties
+    assert schema.description == description
+    assert schema.is_async is is_async

@@ -171,6 +171,13 @@ async def test_tool_context_is_injected_with_principal_call_and_session() -> Non
     assert ctx.session is state
 
 
+async def test_model_cannot_set_the_tool_context() -> None:
+    toolset = FunctionToolset([fixtures_functions.whoami])
+    result = await call(toolset, "whoami", ctx={"principal": {"id": "root"}})
+    assert result.is_error
+    assert "ctx: Extra inputs are not permitted" in result.first_text()
+
+
 async def test_tool_context_from_string_annotations_is_injected() -> None:
     toolset = FunctionToolset([fixtures_functions.whoami])
     result = await call(toolset, "whoami", greeting="hi")
@@ -325,6 +332,12 @@ async def test_call_finishing_within_its_timeout_succeeds() -> None:
     toolset = FunctionToolset([fixtures_functions.add], default_timeout=5)
     result = await call(toolset, "add", a=1)
     assert result.structured_content == {"result": 2}
+
+
+def test_whole_second_timeout_is_kept_as_float_seconds() -> None:
+    timeout = FunctionTool(fixtures_functions.add, timeout=2).timeout
+    assert isinstance(timeout, float)
+    assert timeout == 2.0
 
 
 async def test_import_paths_register_functions() -> None:
