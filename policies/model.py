@@ -51,7 +51,10 @@ Duration = Annotated[
 Glob = Annotated[
     str,
     _checked(glob_problem, "glob"),
-    Field(description="Name glob: letters, digits, '_', '-', with '*', '?' and '[...]'."),
+    Field(
+        description="Name glob: letters, digits, '_', '-', with '*', '?' and '[...]'.",
+        json_schema_extra={"pattern": r"^[A-Za-z0-9_*?\[\]!-]+$"},
+    ),
 ]
 PrincipalEntry = Annotated[
     str,

@@ -1,0 +1,157 @@
+"""Policy tests as data: a YAML list of calls with the effect and rule each must get."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from policies.decision import Decision, Effect
+from policies.engine import PolicyEngine
+from policies.session import SessionState
+from policies.yamlfile import load_yaml, parse_model
+from toolsets.context import Principal
+from toolsets.errors import ConfigIssue, PolicyError
+from toolsets.prefixed import SEPARATOR
+from toolsets.tooldef import ToolDef
+
+__all__ = ["CallSpec", "CaseFile", "CaseResult", "evaluate", "run_case_file", "tool_for"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class PastCall(_Strict):
+    """An earlier call in the same session (feeds ``session`` in CEL)."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class CallSpec(_Strict):
+    """A listing or call to decide."""
+
+    tool: str = Field(description="Exposed tool name; the server is the part before '__'.")
+    server: str | None = Field(None, description="Server name, when not the name's prefix.")
+    annotations: dict[str, Any] | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    principal: str = "anonymous"
+    roles: list[str] = Field(default_factory=list)
+    claims: dict[str, Any] = Field(default_factory=dict)
+    session: list[PastCall] = Field(default_factory=list, description="Earlier calls.")
+    stage: Literal["call", "list"] = Field("call", description="Decide a call or a listing.")
+
+
+class Expectation(_Strict):
+    """What the decision must be; ``rule: null`` means the default applied."""
+
+    effect: Effect
+    rule: str | None = None
+    matched: list[str] | None = Field(None, description="Every matching rule, in load order.")
+
+
+class Case(_Strict):
+    """One named case."""
+
+    name: str
+    call: CallSpec
+    expect: Expectation
+
+
+class CaseFile(_Strict):
+    """A policy case file."""
+
+    model_config = ConfigDict(title="lockgate policy cases")
+
+    policies: list[str] = Field(default_factory=list, description="Relative to this file.")
+    cases: list[Case] = Field(min_length=1)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """The outcome of one case; ``failures`` is empty when it passed.
+
+    Attributes:
+        case: The case as written.
+        where: ``file:line`` of the case.
+        decision: What the engine decided.
+        failures: One line per unmet expectation.
+    """
+
+    case: Case
+    where: str
+    decision: Decision
+    failures: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """Whether the decision met every expectation."""
+        return not self.failures
+
+
+def tool_for(name: str, server: str | None = None, annotations: Any = None) -> ToolDef:
+    """A `ToolDef` for an exposed name; the server defaults to the prefix before ``__``."""
+    prefix, separator, upstream = name.partition(SEPARATOR)
+    return ToolDef(
+        name=name,
+        server=server if server is not None else (prefix if separator else ""),
+        upstream_name=upstream if separator else name,
+        annotations=annotations,
+    )
+
+
+def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
+    """Decide ``call`` with ``engine``."""
+    tool = tool_for(call.tool, call.server, call.annotations)
+    principal = Principal(id=call.principal, roles=frozenset(call.roles), claims=call.claims)
+    if call.stage == "list":
+        return engine.evaluate_visibility(tool, principal)
+    session = SessionState("policy-test")
+    for past in call.session:
+        session.record(past.tool, past.args)
+    return engine.evaluate_call(tool, call.args, principal, session)
+
+
+def _check(case: Case, where: str, decision: Decision) -> CaseResult:
+    expect, failures = case.expect, []
+    if decision.effect != expect.effect:
+        failures.append(f"effect: expected {expect.effect!r}, got {decision.effect!r}")
+    if "rule" in expect.model_fields_set and decision.rule_id != expect.rule:
+        failures.append(f"rule: expected {expect.rule!r}, got {decision.rule_id!r}")
+    if expect.matched is not None and list(decision.matched) != expect.matched:
+        failures.append(f"matched: expected {expect.matched}, got {list(decision.matched)}")
+    return CaseResult(case, where, decision, tuple(failures))
+
+
+def run_case_file(
+    path: str | Path, policies: Sequence[str | Path] | None = None
+) -> tuple[PolicyEngine, list[CaseResult]]:
+    """Run a case file against its policies (or ``policies``, which take precedence).
+
+    Raises:
+        ConfigError: When the case file is invalid (`PolicyError` when the policy files are).
+    """
+    file = str(path)
+    try:
+        located = load_yaml(Path(path).read_text(encoding="utf-8"), file)
+    except OSError as exc:
+        raise PolicyError(
+            [ConfigIssue(file, None, None, "", f"cannot read: {exc.strerror}")]
+        ) from None
+    cases = parse_model(located, CaseFile, PolicyError)
+    if policies is None:
+        if not cases.policies:
+            message = "no policy files: list them under 'policies' or pass --policy"
+            raise PolicyError([ConfigIssue(str(path), None, None, "policies", message)])
+        policies = [Path(path).parent / p for p in cases.policies]
+    engine = PolicyEngine.load(policies)
+    results = []
+    for index, case in enumerate(cases.cases):
+        line = located.issue(("cases", index), "").line
+        where = f"{file}:{line}" if line is not None else file
+        results.append(_check(case, where, evaluate(engine, case.call)))
+    return engine, results
