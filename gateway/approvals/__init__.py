@@ -1,6 +1,7 @@
 """Pending calls (approvals and deferred execution): the record, its durable stores and the
 sealed request state that lets a 2026-07-28 client answer one."""
 
+from gateway.approvals._transitions import INTERRUPTED
 from gateway.approvals.errors import (
     PendingConflict,
     PendingNotFound,
@@ -22,6 +23,7 @@ from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import REUSABLE_STATES, PendingListener, PendingStore, RecoveryReport
 
 __all__ = [
+    "INTERRUPTED",
     "REUSABLE_STATES",
     "TERMINAL_STATES",
     "CallBinding",
