@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gateway.auth import AuthConfig
 from policies.yamlfile import load_model
 from toolsets.errors import ConfigError, ConfigIssue
 
@@ -71,6 +72,7 @@ class GatewayConfig(_Strict):
     id: str = Field("lockgate", description="Gateway id, the CloudEvents source.")
     listen: ListenConfig = Field(default_factory=ListenConfig)
     servers: list[ServerConfig] = Field(default_factory=list)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     base_dir: Path = Field(Path("."), exclude=True)
 
     def resolve(self, path: str) -> Path:
@@ -92,6 +94,10 @@ def _check_unique(config: GatewayConfig, file: str) -> None:
             message = f"prefix {prefix!r} is already used by servers[{seen[prefix]}]"
             issues.append(ConfigIssue(file, None, None, f"servers.{index}.name", message))
         seen[prefix] = index
+    loopback = config.listen.host in {"127.0.0.1", "::1", "localhost"}
+    if not loopback and not config.auth.agents:
+        message = "binding beyond loopback requires auth.agents (every MCP client must authenticate)"
+        issues.append(ConfigIssue(file, None, None, "listen.host", message))
     if issues:
         raise ConfigError(issues)
 

@@ -12,8 +12,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from gateway.auth import Authenticator
 from gateway.config import ListenConfig
 from gateway.downstream import build_server
+from gateway.edge import AgentAuthMiddleware
 from gateway.gateway import Gateway
 
 __all__ = ["build_app", "security_settings"]
@@ -32,6 +34,7 @@ def security_settings(listen: ListenConfig) -> TransportSecuritySettings:
 
 def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     """The Starlette app serving ``gateway``; enters the gateway in its lifespan when asked to."""
+    authenticator = Authenticator(gateway.config.auth)
     manager = StreamableHTTPSessionManager(
         app=build_server(gateway, transport="http"),
         security_settings=security_settings(gateway.config.listen),
@@ -51,6 +54,6 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/mcp", StreamableHTTPASGIApp(manager)),
+        Route("/mcp", AgentAuthMiddleware(StreamableHTTPASGIApp(manager), authenticator)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import pytest
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
-            item.add_marker(pytest.mark.anyio)
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> None:
+    """Mark coroutine tests for anyio before parametrization is generated."""
+    if name.startswith("test") and inspect.iscoroutinefunction(obj):
+        pytest.mark.anyio(obj)

@@ -7,7 +7,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-__all__ = ["ANONYMOUS", "CallContext", "ClientInfo", "Principal", "ProgressCallback"]
+__all__ = [
+    "ANONYMOUS",
+    "CallContext",
+    "ClientInfo",
+    "ElicitCallback",
+    "Principal",
+    "ProgressCallback",
+]
+
+
+class ElicitCallback(Protocol):
+    """Asks the calling user through MCP elicitation; returns ``(action, content)``.
+
+    ``action`` is ``accept``, ``decline`` or ``cancel``; ``content`` the form's answers.
+    """
+
+    async def __call__(
+        self, message: str, schema: Mapping[str, Any]
+    ) -> tuple[str, Mapping[str, Any] | None]: ...
 
 
 class ProgressCallback(Protocol):
@@ -66,6 +84,8 @@ class CallContext:
         call_id: Unique id of this call; events and pending calls carry it.
         client: The downstream client's protocol facts.
         progress: Where to send progress for this call, when the client asked for it.
+        elicit: Asks the calling user a question (MCP elicitation), when the client can answer.
+        decision: The policy decision for this call, set by the approval wrapper (events read it).
     """
 
     principal: Principal = ANONYMOUS
@@ -73,3 +93,5 @@ class CallContext:
     call_id: str = field(default_factory=new_call_id)
     client: ClientInfo = field(default_factory=ClientInfo)
     progress: ProgressCallback | None = None
+    elicit: ElicitCallback | None = None
+    decision: Any = None

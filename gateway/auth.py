@@ -1,0 +1,114 @@
+"""Credentials: agents (MCP clients), approvers and event subscribers, each a separate list.
+
+Tokens are configured as ``env:NAME`` (read from the environment), ``sha256:<hex>`` (only the
+digest is kept in the file) or a literal (for local demos). Only SHA-256 digests are held in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolsets.context import Principal
+from toolsets.errors import ConfigError, ConfigIssue
+
+__all__ = ["AuthConfig", "Authenticator", "CredentialConfig", "Role", "bearer_token"]
+
+Role = Literal["agent", "approver", "subscriber"]
+
+
+class CredentialConfig(BaseModel):
+    """One credential: who it is, its token, and its roles (for policies and approver rules)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=200)
+    token: str = Field(min_length=1)
+    roles: list[str] = Field(default_factory=list)
+    claims: dict[str, str] = Field(default_factory=dict)
+
+
+class AuthConfig(BaseModel):
+    """Separate credential lists; an agent's token never approves or subscribes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agents: list[CredentialConfig] = Field(default_factory=list)
+    approvers: list[CredentialConfig] = Field(default_factory=list)
+    subscribers: list[CredentialConfig] = Field(default_factory=list)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def _configured_digest(value: str, where: str) -> bytes:
+    if value.startswith("sha256:"):
+        try:
+            return bytes.fromhex(value.removeprefix("sha256:"))
+        except ValueError:
+            raise ConfigError([ConfigIssue("", None, None, where, "bad sha256 hex")]) from None
+    if value.startswith("env:"):
+        name = value.removeprefix("env:")
+        secret = os.environ.get(name)
+        if not secret:
+            message = f"environment variable {name!r} is not set"
+            raise ConfigError([ConfigIssue("", None, None, where, message)])
+        return _digest(secret)
+    return _digest(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    digest: bytes
+    principal: Principal
+
+
+class Authenticator:
+    """Resolves bearer tokens to principals, per role."""
+
+    def __init__(self, config: AuthConfig) -> None:
+        self._entries: dict[Role, tuple[_Entry, ...]] = {
+            "agent": self._load(config.agents, "auth.agents"),
+            "approver": self._load(config.approvers, "auth.approvers"),
+            "subscriber": self._load(config.subscribers, "auth.subscribers"),
+        }
+
+    @staticmethod
+    def _load(credentials: Iterable[CredentialConfig], where: str) -> tuple[_Entry, ...]:
+        return tuple(
+            _Entry(
+                _configured_digest(c.token, f"{where}.{i}.token"),
+                Principal(id=c.id, roles=frozenset(c.roles), claims=dict(c.claims)),
+            )
+            for i, c in enumerate(credentials)
+        )
+
+    def required(self, role: Role) -> bool:
+        """True when credentials are configured for ``role`` (so a token is required)."""
+        return bool(self._entries[role])
+
+    def authenticate(self, token: str | None, role: Role) -> Principal | None:
+        """The principal holding ``token`` in ``role``, or None."""
+        if not token:
+            return None
+        digest = _digest(token)
+        found = None
+        for entry in self._entries[role]:
+            if hmac.compare_digest(entry.digest, digest):
+                found = entry.principal
+        return found
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer ...`` header."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None

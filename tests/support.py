@@ -1,0 +1,56 @@
+"""Test helpers: real servers on 127.0.0.1, config files, clients. No mocks."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+import yaml
+from starlette.types import ASGIApp
+
+ECHO_SERVER = str(Path(__file__).parent / "upstreams" / "echo_server.py")
+MODES = ("legacy", "auto")
+"""Downstream client modes: ``legacy`` speaks 2025-11-25, ``auto`` negotiates 2026-07-28."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def echo_upstream(name: str = "echo", *, era: str = "dual", tools: int = 0, **extra: Any) -> dict[str, Any]:
+    """Config entry for the test echo server over stdio."""
+    args = [ECHO_SERVER, "--era", era, "--name", name, "--tools", str(tools)]
+    return {"name": name, "transport": "stdio", "command": sys.executable, "args": args, **extra}
+
+
+def write_config(directory: Path, servers: Sequence[dict[str, Any]], **sections: Any) -> Path:
+    """Write a gateway config file and return its path."""
+    path = directory / "gateway.yaml"
+    body = {"version": 1, "servers": list(servers), **sections}
+    path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@contextlib.asynccontextmanager
+async def serve_asgi(app: ASGIApp, port: int | None = None) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1; yields the base URL."""
+    port = port or free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:
+                await anyio.sleep(0.01)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
