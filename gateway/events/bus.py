@@ -77,7 +77,7 @@ class Subscription:
             self.dropped += 1
             return False
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return False
+            pass  # closed by `EventBus.close`: the subscriber is finishing, nothing to count
         return True
 
     def close(self) -> None:
@@ -140,6 +140,7 @@ class EventBus:
         self._published: dict[str, int] = {}
         self._dropped: dict[str, int] = {}
         self._closed = False
+        self._changed: anyio.Event | None = None
 
     def publish(self, event: Event) -> Event:
         """Deliver ``event`` to every matching subscriber without waiting; never raises.
@@ -181,12 +182,25 @@ class EventBus:
         if self._closed:
             subscription.close()
         else:
-            self._subscriptions = (*self._subscriptions, subscription)
+            self._set_subscriptions((*self._subscriptions, subscription))
         try:
             yield subscription
         finally:
-            self._subscriptions = tuple(s for s in self._subscriptions if s is not subscription)
+            self._set_subscriptions(tuple(s for s in self._subscriptions if s is not subscription))
             subscription._release()
+
+    def _set_subscriptions(self, subscriptions: tuple[Subscription, ...]) -> None:
+        self._subscriptions = subscriptions
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
+
+    async def wait_subscribers(self, count: int) -> None:
+        """Wait until exactly ``count`` subscriptions are open (after `close`: for shutdown)."""
+        while len(self._subscriptions) != count:
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()
 
     def replay_after(self, last_id: str) -> list[Event] | None:
         """Events published after ``last_id``, oldest first; None when it is not in the ring.
@@ -209,10 +223,13 @@ class EventBus:
         return remove
 
     def close(self) -> None:
-        """End every subscription (SSE streams, sinks) after their buffered events; for shutdown."""
+        """End every subscription (SSE streams, sinks) after their buffered events; for shutdown.
+
+        Subscriptions count as open until their holders leave them: `wait_subscribers` with 0
+        then waits for every stream to finish.
+        """
         self._closed = True
-        subscriptions, self._subscriptions = self._subscriptions, ()
-        for subscription in subscriptions:
+        for subscription in self._subscriptions:
             subscription.close()
 
     @property
