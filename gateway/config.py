@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -13,7 +13,16 @@ from gateway.auth import AuthConfig
 from policies.yamlfile import load_model
 from toolsets.errors import ConfigError, ConfigIssue
 
-__all__ = ["GatewayConfig", "ListenConfig", "ServerConfig", "load_config"]
+__all__ = [
+    "ApprovalsConfig",
+    "EventsConfig",
+    "ExternalToolConfig",
+    "GatewayConfig",
+    "ListenConfig",
+    "PoliciesConfig",
+    "ServerConfig",
+    "load_config",
+]
 
 ServerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=40)]
 
@@ -36,10 +45,10 @@ class ListenConfig(_Strict):
 
 
 class ServerConfig(_Strict):
-    """One upstream MCP server."""
+    """One upstream MCP server, or (``transport: python``) a set of local Python functions."""
 
     name: ServerName
-    transport: Literal["stdio", "http", "sse"] = "stdio"
+    transport: Literal["stdio", "http", "sse", "python"] = "stdio"
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
@@ -48,14 +57,22 @@ class ServerConfig(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     prefix: ServerName | None = None
     enabled: bool = True
-    timeout: float = Field(60.0, gt=0, description="Seconds before a call to this server times out.")
+    functions: list[str] = Field(
+        default_factory=list, description="python transport: functions as 'module:function'."
+    )
+    timeout: float | None = Field(
+        None, gt=0, description="Seconds before a call times out (default: call_timeout)."
+    )
     connect_timeout: float = Field(20.0, gt=0)
 
     @model_validator(mode="after")
     def _transport_fields(self) -> Self:
         if self.transport == "stdio" and not self.command:
             raise ValueError("a stdio server needs 'command'")
-        if self.transport != "stdio" and not self.url:
+        if self.transport == "python":
+            if not self.functions:
+                raise ValueError("a python server needs 'functions'")
+        elif self.transport != "stdio" and not self.url:
             raise ValueError(f"a {self.transport} server needs 'url'")
         return self
 
@@ -63,6 +80,42 @@ class ServerConfig(_Strict):
     def exposed_prefix(self) -> str:
         """The prefix of exposed tool names (defaults to the server name)."""
         return self.prefix or self.name
+
+
+class PoliciesConfig(_Strict):
+    """Policy files, layered in order (org, team, local)."""
+
+    files: list[str] = Field(default_factory=list)
+    watch: bool = Field(False, description="Reload when a file changes (last good policy kept).")
+    default_effect: Literal["allow", "ask", "defer", "deny", "hide"] = Field(
+        "allow", description="Effect when no policy file is configured."
+    )
+
+
+class ApprovalsConfig(_Strict):
+    """Where pending calls live and how callers are kept informed."""
+
+    store: Literal["sqlite", "memory"] = "sqlite"
+    path: str = "var/pending.db"
+    request_state_key: str | None = Field(
+        None, description="env:NAME holding >= 32 bytes (hex) to seal request_state; else random."
+    )
+    progress_interval: float = Field(5.0, gt=0, description="Seconds between 'awaiting' progress.")
+
+
+class ExternalToolConfig(_Strict):
+    """A tool with no upstream: always deferred to an external worker."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] | None = None
+
+
+class EventsConfig(_Strict):
+    """The event bus."""
+
+    ring_size: int = Field(1024, ge=16, description="Events kept for Last-Event-ID replay.")
 
 
 class GatewayConfig(_Strict):
@@ -73,6 +126,11 @@ class GatewayConfig(_Strict):
     listen: ListenConfig = Field(default_factory=ListenConfig)
     servers: list[ServerConfig] = Field(default_factory=list)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    events: EventsConfig = Field(default_factory=EventsConfig)
+    external_tools: list[ExternalToolConfig] = Field(default_factory=list)
+    call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
     base_dir: Path = Field(Path("."), exclude=True)
 
     def resolve(self, path: str) -> Path:

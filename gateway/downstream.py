@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import mcp_types as types
@@ -20,6 +21,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from gateway.approvals.toolset import InputRequired
+from gateway.caller_approval import answer_input, elicit_callback, input_required_result
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.errors import ToolNotFoundError
@@ -124,11 +127,14 @@ class Downstream:
         gateway.on_tools_changed(self.tools_changed)
 
     def context(self, ctx: Ctx) -> CallContext:
+        client = _client_info(ctx, self.transport)
+        legacy_elicit = client.era == "legacy" and client.elicitation
         return CallContext(
             principal=_principal(ctx, self.principal),
             session_id=_session_id(ctx),
-            client=_client_info(ctx, self.transport),
+            client=client,
             progress=_progress(ctx),
+            elicit=elicit_callback(ctx) if legacy_elicit else None,
         )
 
     def _remember(self, ctx: Ctx) -> None:
@@ -144,12 +150,22 @@ class Downstream:
         catalogue = await self.gateway.tools(self.context(ctx))
         return types.ListToolsResult(tools=self.catalogue.tools(catalogue))
 
-    async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        self, ctx: Ctx, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(ctx)
+        call_ctx = self.context(ctx)
+        if params.request_state is not None and not await answer_input(
+            self.gateway, params, call_ctx
+        ):
+            # No decision from the caller: an approver decides, so do not ask again.
+            call_ctx = replace(call_ctx, client=replace(call_ctx.client, elicitation=False))
         try:
-            result = await self.gateway.call_tool(params.name, params.arguments or {}, self.context(ctx))
+            result = await self.gateway.call_tool(params.name, params.arguments or {}, call_ctx)
         except ToolNotFoundError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        except InputRequired as held:
+            return input_required_result(self.gateway, held, call_ctx)
         return tool_result_to_mcp(result)
 
     async def tools_changed(self, source: str) -> None:

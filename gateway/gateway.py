@@ -11,14 +11,18 @@ from typing import Any, Self
 
 import anyio
 
+from gateway.approvals.sealing import RequestStateSealer
+from gateway.approvals.service import ApprovalService
+from gateway.approvals.store import PendingStore
+from gateway.compose import compose
 from gateway.config import GatewayConfig, load_config
-from gateway.upstreams import build_upstream
+from gateway.events import types as event_types
+from gateway.events.bus import EventBus
+from policies import PolicyHolder
 from toolsets.abstract import Toolset, ToolsChangedHandler
-from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError, ToolCollisionError
 from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
-from toolsets.prefixed import PrefixedToolset
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -28,27 +32,67 @@ log = logging.getLogger("lockgate")
 
 
 class Gateway:
-    """All configured upstreams (and local toolsets) behind one toolset.
+    """All configured upstreams (and local toolsets) behind one toolset, with policies,
+    approvals and events.
 
     Use as an async context manager::
 
         async with Gateway.from_config("configs/gateway.yaml") as gw:
             tools = await gw.list_tools()
             result = await gw.call_tool("files__read_file", {"path": "README.md"})
+
+    While running, ``gw.events`` is the event bus, ``gw.approvals`` the approval service,
+    ``gw.policy`` the policy holder and ``gw.store`` the pending-call store.
     """
 
     def __init__(self, config: GatewayConfig, *, toolsets: Sequence[Toolset] = ()) -> None:
         self.config = config
-        self.upstreams: dict[str, MCPServerToolset] = {}
-        self._local = tuple(toolsets)
         self._listeners: list[ToolsChangedHandler] = []
         self._stack: contextlib.AsyncExitStack | None = None
-        self.root: Toolset = CombinedToolset(())
+        self._pins: dict[str, str] = {}
+        self._parts = compose(
+            config, on_changed=self._tools_changed, on_status=self._status, extra=toolsets
+        )
 
     @classmethod
     def from_config(cls, path: str | Path, *, toolsets: Sequence[Toolset] = ()) -> Gateway:
         """A gateway for the config file at ``path`` (not started yet)."""
         return cls(load_config(path), toolsets=toolsets)
+
+    @property
+    def events(self) -> EventBus:
+        """The event bus (subscribe with ``gw.events.subscribe(["tool.*"])``)."""
+        return self._parts.bus
+
+    @property
+    def approvals(self) -> ApprovalService:
+        """Creates, decides and settles pending calls."""
+        return self._parts.approvals
+
+    @property
+    def store(self) -> PendingStore:
+        """The durable pending-call store."""
+        return self._parts.store
+
+    @property
+    def policy(self) -> PolicyHolder:
+        """The current policy (atomically reloadable)."""
+        return self._parts.policy
+
+    @property
+    def sealer(self) -> RequestStateSealer:
+        """Seals ``request_state`` for 2026-07-28 callers answering an approval."""
+        return self._parts.sealer
+
+    @property
+    def upstreams(self) -> dict[str, MCPServerToolset]:
+        """Upstream MCP server toolsets by server name."""
+        return self._parts.upstreams
+
+    @property
+    def root(self) -> Toolset:
+        """The outermost toolset (validation, policy, approvals, events, upstreams)."""
+        return self._parts.root
 
     def on_tools_changed(self, handler: ToolsChangedHandler) -> None:
         """Call ``handler`` whenever the aggregated catalogue changed."""
@@ -86,39 +130,54 @@ class Gateway:
         ok = all(s["status"] == "up" for s in servers.values())
         return {"status": "ok" if ok else "degraded", "servers": servers}
 
+    def closing(self) -> None:
+        """Mark the gateway as shutting down: held calls interrupted now stay pending."""
+        self._parts.approvals.closing = True
+
+    async def _catalogue_pins(self) -> dict[str, str]:
+        tools = await self._parts.combined.get_tools(CallContext())
+        return {name: tool.pin for name, tool in tools.items()}
+
     async def _tools_changed(self, source: str) -> None:
         try:
-            await self.root.get_tools(CallContext())
+            pins = await self._catalogue_pins()
         except ToolCollisionError as exc:
             log.error("catalogue change from %s refused: %s", source, exc)
             return
+        changed = event_types.tools_changed(self._pins, pins, server=source)
+        self._pins = pins
+        if changed is not None:
+            self.events.publish(changed)
         for listener in list(self._listeners):
             await listener(source)
 
     async def _status(self, server: str, status: UpstreamStatus, detail: str) -> None:
         level = logging.INFO if status == "up" else logging.WARNING
         log.log(level, "upstream %s is %s%s", server, status, f" ({detail})" if detail else "")
-
-    def _build(self) -> Toolset:
-        children: list[Toolset] = []
-        for server in self.config.enabled_servers():
-            upstream = build_upstream(
-                self.config, server, on_tools_changed=self._tools_changed, on_status=self._status
-            )
-            self.upstreams[server.name] = upstream
-            children.append(PrefixedToolset(upstream, server.exposed_prefix))
-        return CombinedToolset([*children, *self._local])
+        if status in {"up", "down", "reconnecting"}:
+            error = None if status == "up" else detail
+            self.events.publish(event_types.upstream_status(server, status, error=error))  # type: ignore[arg-type]
+        if status == "up" and self._stack is not None:
+            await self._tools_changed(server)
 
     async def __aenter__(self) -> Self:
         if self._stack is not None:
             raise LockgateError("Gateway is already running")
-        self.root = self._build()
         async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(self.root)
+            await stack.enter_async_context(self._parts.store)
+            report = await self._parts.store.recover()
+            if report.interrupted or report.expired:
+                log.warning("recovered pending calls: %d interrupted, %d expired, %d pending",
+                            len(report.interrupted), len(report.expired), report.pending)
+            await stack.enter_async_context(self._parts.root)
             async with anyio.create_task_group() as tg:
                 for upstream in self.upstreams.values():
                     tg.start_soon(upstream.wait_ready)
-            await self.root.get_tools(CallContext())  # a collision fails startup here
+            self._pins = await self._catalogue_pins()  # a collision fails startup here
+            if self.config.policies.watch and self.config.policies.files:
+                tg = await stack.enter_async_context(anyio.create_task_group())
+                stack.callback(tg.cancel_scope.cancel)
+                tg.start_soon(self._parts.policy.watch)
             self._stack = stack.pop_all()
         return self
 

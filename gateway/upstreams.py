@@ -42,7 +42,7 @@ def build_upstream(
     return MCPServerToolset(
         server.name,
         lambda: _target(config, server),
-        timeout=server.timeout,
+        timeout=server.timeout or config.call_timeout,
         connect_timeout=server.connect_timeout,
         on_tools_changed=on_tools_changed,
         on_status=on_status,

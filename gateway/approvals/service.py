@@ -1,0 +1,330 @@
+"""`ApprovalService`: holding, deciding and settling pending calls, for every channel."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any, Protocol
+
+import anyio
+
+from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.pending import PendingCall
+from gateway.approvals.store import PendingStore
+from gateway.approvals.wire import result_from_wire, result_to_wire
+from gateway.events import types as events
+from gateway.events.model import Event
+from policies import Decision, PolicyHolder
+from toolsets.canonical import sha256_hex
+from toolsets.context import CallContext, Principal
+from toolsets.errors import LockgateError
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+from toolsets.validated import ArgumentsInvalid, SchemaValidators
+
+__all__ = [
+    "ApprovalService",
+    "DecisionRefused",
+    "Executor",
+    "Publisher",
+    "may_decide",
+    "pending_result",
+]
+
+log = logging.getLogger("lockgate.approvals")
+Catalogue = Callable[[], Awaitable[dict[str, ToolDef]]]
+
+
+class DecisionRefused(LockgateError):
+    """A decision that this approver may not take, or that the rule does not offer."""
+
+
+class Executor(Protocol):
+    """Runs an approved call through the rest of the chain (events, upstream)."""
+
+    async def __call__(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult: ...
+
+
+class Publisher(Protocol):
+    """Publishes an event; never blocks or raises."""
+
+    def __call__(self, event: Event) -> None: ...
+
+
+def pending_result(call: PendingCall) -> ToolResult:
+    """The non-executing answer to a call still waiting for a decision or a worker."""
+    waiting = "an approver's decision" if call.kind == "approval" else "an external worker"
+    text = (
+        f"Not executed yet: this call is waiting for {waiting} (approval id {call.id}). "
+        "Re-issue the same call with the same arguments later to get its outcome."
+    )
+    meta = {"lockgate/pending": {"id": call.id, "kind": call.kind, "state": call.state}}
+    return ToolResult.error(text, meta=meta)
+
+
+def _origin(call: PendingCall) -> CallContext:
+    return CallContext(principal=Principal(id=call.principal), session_id=call.session_id,
+                       call_id=call.call_id)
+
+
+def may_decide(call: PendingCall, who: Principal, *, as_caller: bool) -> bool:
+    """Whether ``who`` may decide ``call`` (as its caller, or as a configured approver)."""
+    if as_caller:
+        return "caller" in call.approvers and who.id == call.principal
+    named = [a for a in call.approvers if a != "caller"]
+    if not named:
+        return True
+    return any(
+        a == who.id or (a.startswith("role:") and a.removeprefix("role:") in who.roles)
+        for a in named
+    )
+
+
+class ApprovalService:
+    """The one place where pending calls are created, decided, executed and delivered."""
+
+    def __init__(
+        self,
+        store: PendingStore,
+        policy: PolicyHolder,
+        *,
+        catalogue: Catalogue,
+        executor: Executor,
+        publish: Publisher,
+        validators: SchemaValidators,
+        progress_interval: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self._catalogue = catalogue
+        self._executor = executor
+        self.publish = publish
+        self._validators = validators
+        self.progress_interval = progress_interval
+        self.closing = False
+
+    # -- creating ------------------------------------------------------------------------------
+
+    async def request(
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, decision: Decision
+    ) -> PendingCall:
+        """The pending call answering this call: a re-issued identical one, or a new one."""
+        found = await self.store.find_reusable(ctx.principal.id, tool.name, sha256_hex(args))
+        if found is not None:
+            return found
+        kind = "external" if decision.effect == "defer" else "approval"
+        options = decision.approval
+        call = PendingCall.new(
+            args=args, ttl=options.expires, approvers=options.approvers,
+            decisions=tuple(sorted(options.decisions)), kind=kind, call_id=ctx.call_id,
+            principal=ctx.principal.id, session_id=ctx.session_id, tool=tool.name,
+            server=tool.server, upstream_tool=tool.upstream_name, tool_pin=tool.pin,
+            policy_version=decision.policy_version, rule_id=decision.rule_id,
+            reason=decision.reason,
+        )
+        call = await self.store.create(call)  # durable before anyone is told
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
+        if kind == "approval":
+            self.publish(events.approval_requested(
+                tool, ctx, args, decision, approval_id=call.id, reason=call.reason,
+                expires_at=expires))
+        else:
+            self.publish(events.tool_deferred(tool, ctx, args, decision, pending_id=call.id))
+        return call
+
+    # -- deciding ------------------------------------------------------------------------------
+
+    async def decide(
+        self,
+        id: str,
+        decision: str,
+        *,
+        by: Principal,
+        channel: str,
+        message: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        as_caller: bool = False,
+    ) -> PendingCall:
+        """Apply an approver's (or the caller's) decision to a pending approval.
+
+        Raises:
+            PendingNotFound: no such call.
+            DecisionRefused: not allowed for ``by``, not offered by the rule, or an edit the
+                schema or the policy refuses.
+            PendingConflict: already decided (or expired, cancelled).
+        """
+        call = await self._get(id)
+        if call.kind != "approval":
+            raise DecisionRefused(f"{id} is an external call; post its result instead")
+        if not may_decide(call, by, as_caller=as_caller):
+            raise DecisionRefused(f"{by.id!r} may not decide {id}")
+        if decision not in call.decisions:
+            raise DecisionRefused(f"decision {decision!r} is not offered for {id}")
+        update: dict[str, Any] = {"decided_by": by.id, "decision": decision, "channel": channel}
+        if decision == "edit":
+            update["override_args"] = await self._checked_edit(call, args)
+        if decision in {"approve", "edit"}:
+            to = "approved"
+        elif decision == "deny":
+            to, update["message"] = "denied", message or "The call was denied by an approver."
+        else:  # respond: the human's text is the result; the tool never runs
+            text = message or ""
+            to, update["message"] = "done", text
+            update["result"] = result_to_wire(ToolResult.text(text))
+        decided = await self.store.transition(id, expect={"pending"}, to=to, **update)
+        await self._resolved(decided)
+        return decided
+
+    async def post_result(
+        self,
+        id: str,
+        *,
+        by: Principal,
+        value: Any = None,
+        error: str | None = None,
+        retry_after: float | None = None,
+    ) -> PendingCall:
+        """A worker's answer to an external (deferred) call."""
+        call = await self._get(id)
+        if call.kind != "external":
+            raise DecisionRefused(f"{id} is an approval, not an external call")
+        if error is not None:
+            result = ToolResult.error(error)
+            update = {"error": error, "retry_after": retry_after, "to": "failed"}
+        else:
+            result = _value_result(value)
+            update = {"to": "done"}
+        to = update.pop("to")
+        done = await self.store.transition(
+            id, expect={"pending"}, to=to, result=result_to_wire(result), decided_by=by.id,
+            decision="error" if error is not None else "result", channel="worker", **update,
+        )
+        await self._resolved(done)
+        return done
+
+    async def cancel(self, id: str, *, by: str, channel: str) -> PendingCall:
+        """Withdraw a pending call (the client cancelled)."""
+        call = await self.store.transition(
+            id, expect={"pending"}, to="cancelled", decided_by=by, decision="cancel",
+            channel=channel)
+        await self._resolved(call)
+        return call
+
+    async def _checked_edit(self, call: PendingCall, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        if args is None:
+            raise DecisionRefused("an edit needs new arguments")
+        tool = (await self._catalogue()).get(call.tool)
+        if tool is None or tool.pin != call.tool_pin:
+            raise DecisionRefused(f"tool {call.tool!r} changed or disappeared since the call was held")
+        try:
+            self._validators.check(tool, args)
+        except ArgumentsInvalid as exc:
+            raise DecisionRefused(str(exc)) from None
+        again = self.policy.current.evaluate_call(tool, args, Principal(id=call.principal), None)
+        if again.effect in {"deny", "hide"}:
+            raise DecisionRefused(f"the policy refuses the edited arguments: {again.reason}")
+        return json.loads(json.dumps(dict(args)))
+
+    async def _resolved(self, call: PendingCall) -> None:
+        tool = (await self._catalogue()).get(call.tool)
+        if tool is None:
+            tool = ToolDef(name=call.tool, server=call.server, upstream_name=call.upstream_tool)
+        self.publish(events.approval_resolved(
+            tool, _origin(call), approval_id=call.id, decision=call.decision or call.state,
+            decided_by=call.decided_by or "", channel=call.channel or "", message=call.message))
+
+    async def _get(self, id: str) -> PendingCall:
+        call = await self.store.get(id)
+        if call is None:
+            raise PendingNotFound(id)
+        return call
+
+    # -- settling ------------------------------------------------------------------------------
+
+    async def settle(self, call: PendingCall, ctx: CallContext, hold: float) -> ToolResult:
+        """Hold the call up to ``hold`` seconds, then answer with its outcome (or "pending")."""
+        if call.state in {"pending", "executing"}:
+            call = await self._hold(call, ctx, hold)
+        if call.state == "approved":
+            return await self._execute(call, ctx, hold)
+        if call.state in {"pending", "executing"}:
+            return pending_result(call)
+        return await self._outcome(call)
+
+    async def _hold(self, call: PendingCall, ctx: CallContext, hold: float) -> PendingCall:
+        deadline = anyio.current_time() + hold
+        step = 0
+        try:
+            while (remaining := deadline - anyio.current_time()) > 0:
+                wait = min(remaining, self.progress_interval) if ctx.progress else remaining
+                call = await self.store.wait(call.id, wait, while_in={call.state})
+                if call.state not in {"pending", "executing"}:
+                    return call
+                if ctx.progress is not None:
+                    step += 1
+                    await ctx.progress(step, None, f"awaiting approval {call.id}")
+        except anyio.get_cancelled_exc_class():
+            if call.state == "pending" and not self.closing:
+                with anyio.CancelScope(shield=True):
+                    await self._cancel_quietly(call)
+            raise
+        return call
+
+    async def _cancel_quietly(self, call: PendingCall) -> None:
+        try:
+            await self.cancel(call.id, by=call.principal, channel="client")
+        except (PendingConflict, PendingNotFound):
+            pass
+
+    async def _execute(self, call: PendingCall, ctx: CallContext, hold: float) -> ToolResult:
+        tool = (await self._catalogue()).get(call.tool)
+        if tool is None or tool.pin != call.tool_pin:
+            reason = f"tool {call.tool!r} changed or disappeared after approval; not executed"
+            failed = await self.store.transition(
+                call.id, expect={"approved"}, to="failed", error=reason, delivered=True)
+            return ToolResult.error(reason, meta={"lockgate/pending": {"id": failed.id}})
+        try:
+            claimed = await self.store.transition(call.id, expect={"approved"}, to="executing")
+        except PendingConflict:  # another identical call claimed it first
+            return await self.settle(await self._get(call.id), ctx, hold)
+        try:
+            result = await self._executor(claimed.tool, claimed.effective_args, ctx)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self.store.transition(
+                    claimed.id, expect={"executing"}, to="failed", error=repr(exc), delivered=True)
+            raise
+        await self.store.transition(
+            claimed.id, expect={"executing"}, to="failed" if result.is_error else "done",
+            result=result_to_wire(result), delivered=True)
+        return result
+
+    async def _outcome(self, call: PendingCall) -> ToolResult:
+        meta = {"lockgate/pending": {"id": call.id, "state": call.state}}
+        if call.state in {"denied", "done", "failed"} and not call.delivered:
+            try:
+                await self.store.deliver(call.id)
+            except PendingConflict:
+                pass
+        if call.state == "denied":
+            return ToolResult.error(call.message or "The call was denied.", meta=meta)
+        if call.state in {"done", "failed"} and call.result is not None:
+            return replace(result_from_wire(call.result), meta=meta)
+        if call.state == "expired":
+            return ToolResult.error(f"Approval {call.id} expired without a decision; not executed.",
+                                    meta=meta)
+        if call.state == "cancelled":
+            return ToolResult.error(f"Call {call.id} was cancelled; not executed.", meta=meta)
+        return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
+
+
+def _value_result(value: Any) -> ToolResult:
+    if isinstance(value, str):
+        return ToolResult.text(value)
+    text = json.dumps(value)
+    structured = value if isinstance(value, dict) else {"result": value}
+    return replace(ToolResult.text(text), structured_content=structured)
+

@@ -1,0 +1,123 @@
+"""Building the toolset chain from the config: the one place where the layers are wired.
+
+``Validating( ApprovalRequired( Events( Combined( Prefixed(MCPServer)..., functions, external ))))``
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.approvals.memory import MemoryPendingStore
+from gateway.approvals.sealing import RequestStateSealer
+from gateway.approvals.service import ApprovalService
+from gateway.approvals.sqlite import SQLitePendingStore
+from gateway.approvals.store import PendingStore
+from gateway.approvals.toolset import ApprovalRequiredToolset
+from gateway.config import GatewayConfig
+from gateway.events.bus import EventBus
+from gateway.events.toolset import EventsToolset
+from gateway.external import external_toolset
+from gateway.upstreams import build_upstream
+from policies import PolicyEngine, PolicyHolder
+from toolsets.abstract import Toolset, ToolsChangedHandler
+from toolsets.combined import CombinedToolset
+from toolsets.context import CallContext
+from toolsets.errors import ConfigError, ConfigIssue
+from toolsets.function import FunctionToolset
+from toolsets.mcp_server import MCPServerToolset, StatusHandler
+from toolsets.prefixed import PrefixedToolset
+from toolsets.tooldef import ToolDef
+from toolsets.validated import SchemaValidators, ValidatingToolset
+
+__all__ = ["Parts", "compose"]
+
+
+@dataclass(slots=True)
+class Parts:
+    """Everything a running gateway is made of."""
+
+    bus: EventBus
+    policy: PolicyHolder
+    store: PendingStore
+    approvals: ApprovalService
+    sealer: RequestStateSealer
+    combined: CombinedToolset
+    upstreams: dict[str, MCPServerToolset]
+    root: Toolset
+
+
+def _policy(config: GatewayConfig) -> PolicyHolder:
+    files = [config.resolve(f) for f in config.policies.files]
+    if not files:
+        return PolicyHolder(PolicyEngine.empty(config.policies.default_effect))
+    return PolicyHolder.load(files)
+
+
+def _store(config: GatewayConfig) -> PendingStore:
+    if config.approvals.store == "memory":
+        return MemoryPendingStore()
+    path = config.resolve(config.approvals.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLitePendingStore(path)
+
+
+def _sealer(config: GatewayConfig) -> RequestStateSealer:
+    spec = config.approvals.request_state_key
+    if spec is None:
+        return RequestStateSealer()
+    value = os.environ.get(spec.removeprefix("env:"), "") if spec.startswith("env:") else spec
+    try:
+        return RequestStateSealer(bytes.fromhex(value))
+    except ValueError:
+        issue = ConfigIssue("", None, None, "approvals.request_state_key", "needs >= 32 bytes hex")
+        raise ConfigError([issue]) from None
+
+
+def _children(
+    config: GatewayConfig,
+    on_changed: ToolsChangedHandler,
+    on_status: StatusHandler,
+    upstreams: dict[str, MCPServerToolset],
+) -> list[Toolset]:
+    children: list[Toolset] = []
+    for server in config.enabled_servers():
+        if server.transport == "python":
+            local: Toolset = FunctionToolset.from_import_paths(
+                server.functions, server=server.name, timeout=server.timeout,
+                default_timeout=config.call_timeout)
+        else:
+            local = upstreams[server.name] = build_upstream(
+                config, server, on_tools_changed=on_changed, on_status=on_status)
+        children.append(PrefixedToolset(local, server.exposed_prefix))
+    if config.external_tools:
+        children.append(external_toolset(config.external_tools))
+    return children
+
+
+def compose(
+    config: GatewayConfig,
+    *,
+    on_changed: ToolsChangedHandler,
+    on_status: StatusHandler,
+    extra: Sequence[Toolset] = (),
+) -> Parts:
+    """Build (but do not start) the gateway's parts from ``config``."""
+    upstreams: dict[str, MCPServerToolset] = {}
+    combined = CombinedToolset([*_children(config, on_changed, on_status, upstreams), *extra])
+    bus = EventBus(config.id, ring_size=config.events.ring_size)
+    policy = _policy(config)
+    store = _store(config)
+    validators = SchemaValidators()
+    events = EventsToolset(combined, bus, decision_of=lambda name, ctx: ctx.decision)
+
+    async def catalogue() -> dict[str, ToolDef]:
+        return await combined.get_tools(CallContext())
+
+    approvals = ApprovalService(
+        store, policy, catalogue=catalogue, executor=events.call_tool, publish=bus.publish,
+        validators=validators, progress_interval=config.approvals.progress_interval)
+    root = ValidatingToolset(ApprovalRequiredToolset(events, policy, approvals), validators)
+    return Parts(bus=bus, policy=policy, store=store, approvals=approvals, sealer=_sealer(config),
+                 combined=combined, upstreams=upstreams, root=root)
