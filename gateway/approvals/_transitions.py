@@ -77,9 +77,14 @@ def transition(
 
     def plan(call: PendingCall) -> Step:
         action = f"move it to {to!r}"
-        if to != "expired" and _overdue(call, now):
+        if _overdue(call, now):
             expired = _expired(call, now)
-            return Step(expired, changed=True, error=PendingConflict(expired, action))
+            wanted = to == "expired" and "pending" in expect
+            return Step(
+                expired, changed=True, error=None if wanted else PendingConflict(expired, action)
+            )
+        if to == "expired":  # only a passed deadline expires a call
+            return Step(call, error=PendingConflict(call, "expire it before its deadline"))
         allowed = _NEXT[call.kind].get(call.state, frozenset())
         if call.state not in expect or to not in allowed:
             return Step(call, error=PendingConflict(call, action))

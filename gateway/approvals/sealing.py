@@ -94,9 +94,7 @@ class RequestStateSealer:
         }
         return self._codec.seal(json.dumps(payload, separators=(",", ":")).encode())
 
-    def unseal(
-        self, token: str, *, principal: str, now: float | None = None
-    ) -> RequestStatePayload:
+    def unseal(self, token: str, principal: str, now: float | None = None) -> RequestStatePayload:
         """Open a token and check it; does not consume its nonce (see `redeem`).
 
         Args:

@@ -160,7 +160,7 @@ class PendingStore(ABC):
             tool: The exposed tool name.
             limit: At most this many.
         """
-        states = frozenset([state] if isinstance(state, str) else state) if state else None
+        states = None if state is None else frozenset([state] if isinstance(state, str) else state)
         query = Query(states=states, kind=kind, principal=principal, tool=tool, limit=limit)
         return await self._query(query)
 
@@ -182,7 +182,8 @@ class PendingStore(ABC):
         Raises:
             PendingNotFound: No call has that id.
             PendingConflict: The call is not in ``expect`` (or cannot go to ``to``); a pending
-                call past its deadline is recorded ``expired`` and this is raised.
+                call past its deadline is recorded ``expired`` and this is raised (unless
+                ``to`` is ``expired``, which succeeds only once the deadline has passed).
             ValueError: No call could ever make this transition, or ``updates`` names a
                 field fixed at creation.
         """

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pending_support import StoreFactory
 
 from gateway.approvals import MemoryPendingStore, PendingStore, SQLitePendingStore
-
-StoreFactory = Callable[..., PendingStore]
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -10,12 +10,16 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from gateway.approvals import PendingCall, SQLitePendingStore
+from gateway.approvals import PendingCall, PendingStore, SQLitePendingStore
+
+StoreFactory = Callable[..., PendingStore]
+"""Builds a store of the backend under test (the ``make_store`` fixture)."""
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,8 +6,7 @@ import time
 
 import anyio
 import pytest
-from conftest import StoreFactory
-from pending_support import new_call
+from pending_support import StoreFactory, new_call
 
 from gateway.approvals import INTERRUPTED, PendingCall, PendingStore
 from toolsets.errors import ApprovalConflict

@@ -6,8 +6,7 @@ import time
 
 import anyio
 import pytest
-from conftest import StoreFactory
-from pending_support import new_call
+from pending_support import StoreFactory, new_call
 
 from gateway.approvals import (
     PendingCall,
@@ -161,7 +160,7 @@ async def test_sweep_expires_only_overdue_pending_calls(store: PendingStore) -> 
     late = await store.create(overdue())
     later = await store.create(overdue(call_id="call-2"))
     fresh = await store.create(new_call())
-    made = await store.create(new_call(call_id="call-3"))
+    made = await store.create(overdue(call_id="call-3"))
     already = await store.transition(made.id, expect={"pending"}, to="expired")
     swept = await store.sweep_expired()
     assert {c.id for c in swept} == {late.id, later.id}
@@ -169,6 +168,21 @@ async def test_sweep_expires_only_overdue_pending_calls(store: PendingStore) -> 
     assert await store.get(fresh.id) == fresh
     assert await store.get(already.id) == already
     assert await store.sweep_expired() == []
+
+
+async def test_a_call_cannot_be_expired_before_its_deadline(store: PendingStore) -> None:
+    call = await store.create(new_call())
+    with pytest.raises(ApprovalConflict, match="before its deadline"):
+        await store.transition(call.id, expect={"pending"}, to="expired")
+    assert await store.get(call.id) == call
+    late = await store.create(overdue())
+    expired = await store.transition(late.id, expect={"pending"}, to="expired")
+    assert (expired.state, expired.decision) == ("expired", "expire")
+
+
+async def test_an_empty_state_filter_matches_nothing(store: PendingStore) -> None:
+    await store.create(new_call())
+    assert await store.list(state=[]) == []
 
 
 async def test_wait_wakes_on_a_transition_through_the_store(make_store: StoreFactory) -> None:
