@@ -1,0 +1,365 @@
+"""The audit log: an append-only, hash-chained SQLite table of decisions and outcomes.
+
+Each entry's ``hash`` is SHA-256 over its predecessor's hash followed by the canonical JSON of the
+entry (``seq``, ``ts``, ``kind``, ``call_id``, ``principal``, ``tool``, ``event_id``, ``body``), so
+changing, deleting or reordering entries breaks the chain at that point; `verify` finds where.
+Removing entries from the end cannot be seen from the table alone: anchor the head hash elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Self
+
+import anyio
+import anyio.to_thread
+
+from gateway.events._tasks import ConsumerTasks
+from gateway.events.bus import EventBus, Subscription
+from gateway.events.model import Event
+from toolsets.canonical import canonical_json
+
+__all__ = [
+    "AUDITED",
+    "GENESIS",
+    "AuditEntry",
+    "AuditLog",
+    "AuditSink",
+    "VerifyReport",
+    "chain_hash",
+    "read_tail",
+    "verify",
+]
+
+logger = logging.getLogger(__name__)
+
+GENESIS: Final = "0" * 64
+"""The ``prev_hash`` of the first entry."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY,
+    ts TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    call_id TEXT,
+    principal TEXT,
+    tool TEXT,
+    event_id TEXT UNIQUE,
+    body TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+)
+"""
+_COLUMNS = "seq, ts, kind, call_id, principal, tool, event_id, body, prev_hash, hash"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditEntry:
+    """One audit entry (see the module docstring for what ``hash`` covers)."""
+
+    seq: int
+    ts: str
+    kind: str
+    call_id: str | None
+    principal: str | None
+    tool: str | None
+    event_id: str | None
+    body: Any
+    prev_hash: str
+    hash: str
+
+    def record(self) -> dict[str, Any]:
+        """The hashed part of the entry."""
+        return {
+            "seq": self.seq,
+            "ts": self.ts,
+            "kind": self.kind,
+            "call_id": self.call_id,
+            "principal": self.principal,
+            "tool": self.tool,
+            "event_id": self.event_id,
+            "body": self.body,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as a JSON object (for ``lockgate audit tail --json``)."""
+        return self.record() | {"prev_hash": self.prev_hash, "hash": self.hash}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """What `verify` found.
+
+    Attributes:
+        ok: True when the whole chain recomputes.
+        entries: Entries read.
+        first_bad_seq: The first entry that is missing, changed or out of place.
+        problem: What is wrong with it.
+        head_hash: Hash of the last good entry (anchor it elsewhere to detect truncation).
+    """
+
+    ok: bool
+    entries: int
+    first_bad_seq: int | None = None
+    problem: str | None = None
+    head_hash: str = GENESIS
+
+
+def chain_hash(prev_hash: str, record: Mapping[str, Any]) -> str:
+    """The hash of an entry whose hashed part is ``record``."""
+    return hashlib.sha256(prev_hash.encode() + canonical_json(record)).hexdigest()
+
+
+class AuditLog:
+    """Appends entries to the audit table at ``path`` (created with its folder when missing).
+
+    Writes are durable when `append` returns (WAL, ``synchronous=FULL``) and run in a worker thread
+    under one lock; each append reads the head inside an immediate transaction, so several
+    processes sharing the file still build one chain.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = anyio.Lock()
+
+    async def __aenter__(self) -> Self:
+        self._conn = await anyio.to_thread.run_sync(_open_writer, self.path)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await anyio.to_thread.run_sync(conn.close)
+
+    async def append(
+        self,
+        kind: str,
+        body: Mapping[str, Any],
+        *,
+        call_id: str | None = None,
+        principal: str | None = None,
+        tool: str | None = None,
+        event_id: str | None = None,
+    ) -> AuditEntry:
+        """Append one entry and return it once it is on disk.
+
+        An entry with an ``event_id`` already logged is not written twice; the existing one is
+        returned (so the gateway may log an event itself and also let `AuditSink` see it).
+        ``body`` must be JSON-compatible.
+
+        Raises:
+            sqlite3.Error: the entry could not be written (fail closed on this).
+            TypeError, ValueError: ``body`` is not JSON-compatible.
+        """
+        if self._conn is None:
+            raise RuntimeError("AuditLog used outside its `async with` block")
+        header = {"kind": kind, "call_id": call_id, "principal": principal, "tool": tool}
+        row = header | {"event_id": event_id, "body": body}
+        async with self._lock:
+            return await anyio.to_thread.run_sync(_append, self._conn, row)
+
+    async def append_event(self, event: Event) -> AuditEntry:
+        """Append ``event`` (its CloudEvent envelope as the body), once per event id."""
+        data = event.data
+        return await self.append(
+            event.type,
+            event.to_cloudevent(),
+            call_id=data.get("call_id"),
+            principal=data.get("principal"),
+            tool=data.get("tool"),
+            event_id=event.id,
+        )
+
+    async def tail(self, n: int = 20) -> list[AuditEntry]:
+        """The last ``n`` entries, oldest first."""
+        if self._conn is None:
+            raise RuntimeError("AuditLog used outside its `async with` block")
+        async with self._lock:
+            return await anyio.to_thread.run_sync(_tail, self._conn, n)
+
+
+def _open_writer(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute(_SCHEMA)
+    return conn
+
+
+def _append(conn: sqlite3.Connection, row: dict[str, Any]) -> AuditEntry:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if row["event_id"] is not None:
+            found = conn.execute(
+                f"SELECT {_COLUMNS} FROM audit WHERE event_id = ?", (row["event_id"],)
+            ).fetchone()
+            if found is not None:
+                conn.execute("ROLLBACK")
+                return _entry(found)
+        head = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev_hash = (head[0] + 1, head[1]) if head else (1, GENESIS)
+        ts = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        record: dict[str, Any] = {"seq": seq, "ts": ts} | row
+        entry = AuditEntry(**record, prev_hash=prev_hash, hash=chain_hash(prev_hash, record))
+        body = canonical_json(row["body"]).decode()
+        values = (*list(record.values())[:7], body, prev_hash, entry.hash)
+        conn.execute(f"INSERT INTO audit ({_COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return entry
+
+
+def _entry(row: tuple[Any, ...]) -> AuditEntry:
+    seq, ts, kind, call_id, principal, tool, event_id, body, prev_hash, hash_ = row
+    return AuditEntry(
+        seq=seq,
+        ts=ts,
+        kind=kind,
+        call_id=call_id,
+        principal=principal,
+        tool=tool,
+        event_id=event_id,
+        body=json.loads(body),
+        prev_hash=prev_hash,
+        hash=hash_,
+    )
+
+
+def _tail(conn: sqlite3.Connection, n: int) -> list[AuditEntry]:
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM audit ORDER BY seq DESC LIMIT ?", (n,))
+    return [_entry(row) for row in reversed(rows.fetchall())]
+
+
+def _open_reader(path: str | Path) -> sqlite3.Connection:
+    """Open an existing audit log read-only.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+        sqlite3.DatabaseError: the file is not an audit log.
+    """
+    resolved = Path(path).resolve()
+    if not resolved.is_file():
+        raise FileNotFoundError(f"no audit log at {str(path)!r}")
+    conn = sqlite3.connect(f"{resolved.as_uri()}?mode=ro", uri=True)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone() is None:
+        conn.close()
+        raise sqlite3.DatabaseError(f"{str(path)!r} has no audit table")
+    return conn
+
+
+def read_tail(path: str | Path, n: int = 20) -> list[AuditEntry]:
+    """The last ``n`` entries of the audit log at ``path``, oldest first (read-only)."""
+    conn = _open_reader(path)
+    try:
+        return _tail(conn, n)
+    finally:
+        conn.close()
+
+
+def verify(path: str | Path) -> VerifyReport:
+    """Recompute the chain of the audit log at ``path`` and report the first bad entry.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+        sqlite3.DatabaseError: the file is not an audit log.
+    """
+    conn = _open_reader(path)
+    try:
+        expected, prev_hash, count = 1, GENESIS, 0
+        for row in conn.execute(f"SELECT {_COLUMNS} FROM audit ORDER BY seq"):
+            count += 1
+            problem = _check(row, expected, prev_hash)
+            if problem is not None:
+                return VerifyReport(False, count, problem[0], problem[1], prev_hash)
+            expected, prev_hash = row[0] + 1, row[9]
+        return VerifyReport(True, count, head_hash=prev_hash)
+    finally:
+        conn.close()
+
+
+def _check(row: tuple[Any, ...], expected: int, prev_hash: str) -> tuple[int, str] | None:
+    seq = row[0]
+    if seq != expected:
+        return expected, f"entry {expected} is missing (the next entry is {seq})"
+    if row[8] != prev_hash:
+        return seq, f"entry {seq} does not follow entry {seq - 1} (prev_hash differs)"
+    try:
+        entry = _entry(row)
+    except ValueError:
+        return seq, f"entry {seq} has a body that is not valid JSON"
+    if chain_hash(prev_hash, entry.record()) != entry.hash:
+        return seq, f"entry {seq} was changed (its hash does not match its content)"
+    return None
+
+
+AUDITED: Final = (
+    "tool.call",
+    "tool.result",
+    "tool.denied",
+    "tool.approval.*",
+    "tool.deferred",
+    "lockgate.gap",
+)
+"""What `AuditSink` logs by default (a gap entry shows where events were lost)."""
+
+
+class AuditSink:
+    """Appends bus events to an audit log in the background, for the ``async with`` block.
+
+    Decisions that must be on disk before they take effect (ask, deny, defer) are appended by
+    the gateway itself with `AuditLog.append_event` before publishing; this sink then skips them.
+
+    Args:
+        bus: Where events come from.
+        log: An open audit log.
+        patterns: Event types to log.
+        buffer: Events held while the disk is slower than the bus.
+    """
+
+    def __init__(
+        self,
+        bus: EventBus,
+        log: AuditLog,
+        *,
+        patterns: Sequence[str] = AUDITED,
+        buffer: int = 10_000,
+    ) -> None:
+        self._tasks = ConsumerTasks(bus)
+        self._log, self._patterns, self._buffer = log, patterns, buffer
+
+    async def __aenter__(self) -> Self:
+        await self._tasks.__aenter__()
+        await self._tasks.add(self._patterns, self._consume, name="audit", buffer=self._buffer)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._tasks.__aexit__(exc_type, exc, tb)
+
+    async def _consume(self, subscription: Subscription) -> None:
+        async for event in subscription:
+            try:
+                await self._log.append_event(event)
+            except Exception:
+                logger.exception("audit entry for event %s (%s) not written", event.id, event.type)
