@@ -267,8 +267,10 @@ class PendingStore(ABC):
                 remaining = deadline - anyio.current_time()
                 if call.state not in while_in or remaining <= 0:
                     return call
-                until_expiry = max(call.expires_at - self._clock(), 0.0)
-                with anyio.move_on_after(min(remaining, self._poll_interval, until_expiry)):
+                nap = min(remaining, self._poll_interval)
+                if call.state == "pending":
+                    nap = min(nap, max(call.expires_at - self._clock(), 0.0))
+                with anyio.move_on_after(nap):
                     await event.wait()
             finally:
                 self._forget_waiter(id, event)

@@ -226,6 +226,28 @@ async def test_wait_can_wait_for_an_execution_to_finish(store: PendingStore) -> 
     assert (done.state, done.error) == ("failed", "boom")
 
 
+async def test_waiting_on_a_running_call_past_its_decision_deadline_naps(
+    make_store: StoreFactory,
+) -> None:
+    now = [time.time()]
+    reads: list[float] = []
+
+    def clock() -> float:
+        reads.append(now[0])
+        return now[0]
+
+    store = make_store(clock=clock, poll_interval=3600)
+    call = await store.create(new_call(now=now[0]))
+    await store.transition(call.id, expect={"pending"}, to="approved")
+    await store.transition(call.id, expect={"approved"}, to="executing")
+    now[0] += 3600  # the decision deadline is long gone; the execution is not bound by it
+    reads.clear()
+    with anyio.fail_after(10):
+        still = await store.wait(call.id, timeout=0.2, while_in={"executing"})
+    assert still.state == "executing"
+    assert len(reads) < 5  # a nap per poll, not a busy loop
+
+
 async def test_wait_on_an_unknown_call_raises_not_found(store: PendingStore) -> None:
     with pytest.raises(PendingNotFound):
         await store.wait("ap_nope", timeout=1)
