@@ -15,7 +15,7 @@ from policies.decision import (
     Effect,
 )
 from policies.durations import format_duration, parse_duration
-from policies.engine import PolicyEngine
+from policies.engine import FAIL_CLOSED_MESSAGE, PolicyEngine
 from policies.holder import PolicyHolder
 from policies.rules import CompiledRule
 from policies.session import SessionState
@@ -24,6 +24,7 @@ __all__ = [
     "ALL_DECISION_KINDS",
     "DEFAULT_APPROVAL",
     "EFFECT_RANK",
+    "FAIL_CLOSED_MESSAGE",
     "ApprovalOptions",
     "CompiledRule",
     "Decision",
