@@ -20,7 +20,7 @@ from toolsets.errors import ConfigError, ConfigIssue
 
 __all__ = ["AuthConfig", "Authenticator", "CredentialConfig", "Role", "bearer_token"]
 
-Role = Literal["agent", "approver", "subscriber"]
+Role = Literal["agent", "approver", "subscriber", "worker"]
 
 
 class CredentialConfig(BaseModel):
@@ -42,6 +42,7 @@ class AuthConfig(BaseModel):
     agents: list[CredentialConfig] = Field(default_factory=list)
     approvers: list[CredentialConfig] = Field(default_factory=list)
     subscribers: list[CredentialConfig] = Field(default_factory=list)
+    workers: list[CredentialConfig] = Field(default_factory=list)
 
 
 def _digest(token: str) -> bytes:
@@ -78,6 +79,7 @@ class Authenticator:
             "agent": self._load(config.agents, "auth.agents"),
             "approver": self._load(config.approvers, "auth.approvers"),
             "subscriber": self._load(config.subscribers, "auth.subscribers"),
+            "worker": self._load(config.workers, "auth.workers"),
         }
 
     @staticmethod
@@ -94,15 +96,16 @@ class Authenticator:
         """True when credentials are configured for ``role`` (so a token is required)."""
         return bool(self._entries[role])
 
-    def authenticate(self, token: str | None, role: Role) -> Principal | None:
-        """The principal holding ``token`` in ``role``, or None."""
+    def authenticate(self, token: str | None, *roles: Role) -> Principal | None:
+        """The principal holding ``token`` in any of ``roles``, or None."""
         if not token:
             return None
         digest = _digest(token)
         found = None
-        for entry in self._entries[role]:
-            if hmac.compare_digest(entry.digest, digest):
-                found = entry.principal
+        for role in roles:
+            for entry in self._entries[role]:
+                if hmac.compare_digest(entry.digest, digest):
+                    found = found or entry.principal
         return found
 
 

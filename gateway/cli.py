@@ -12,8 +12,10 @@ from typing import Any
 
 import anyio
 
+from gateway import cli_approvals
 from gateway.errors import exit_code_for
 from gateway.gateway import Gateway
+from policies import cli as policy_cli
 from toolsets.errors import LockgateError
 from toolsets.mcp_convert import tool_result_to_mcp
 
@@ -118,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the MCP result as JSON")
     _config_arg(call)
     call.set_defaults(func=_async(_run_call))
+
+    cli_approvals.register(commands)
+    policy_cli.register(commands)
     return parser
 
 

@@ -8,15 +8,18 @@ from collections.abc import AsyncIterator
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from gateway.api import api_routes
 from gateway.auth import Authenticator
 from gateway.config import ListenConfig
 from gateway.downstream import build_server
 from gateway.edge import AgentAuthMiddleware
 from gateway.gateway import Gateway
+from gateway.origin_guard import HostOriginGuard
 
 __all__ = ["build_app", "security_settings"]
 
@@ -35,9 +38,9 @@ def security_settings(listen: ListenConfig) -> TransportSecuritySettings:
 def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     """The Starlette app serving ``gateway``; enters the gateway in its lifespan when asked to."""
     authenticator = Authenticator(gateway.config.auth)
+    security = security_settings(gateway.config.listen)
     manager = StreamableHTTPSessionManager(
-        app=build_server(gateway, transport="http"),
-        security_settings=security_settings(gateway.config.listen),
+        app=build_server(gateway, transport="http"), security_settings=security
     )
 
     async def healthz(request: Request) -> JSONResponse:
@@ -50,10 +53,15 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
             if manage_gateway:
                 await stack.enter_async_context(gateway)
             await stack.enter_async_context(manager.run())
-            yield
+            try:
+                yield
+            finally:
+                gateway.closing()  # held calls cut by shutdown stay pending for the restart
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/mcp", AgentAuthMiddleware(StreamableHTTPASGIApp(manager), authenticator)),
+        *api_routes(gateway, authenticator),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    middleware = [Middleware(HostOriginGuard, settings=security)]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

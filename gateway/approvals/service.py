@@ -29,6 +29,7 @@ __all__ = [
     "ApprovalService",
     "DecisionRefused",
     "Executor",
+    "NotAnApprover",
     "Publisher",
     "may_decide",
     "pending_result",
@@ -39,7 +40,11 @@ Catalogue = Callable[[], Awaitable[dict[str, ToolDef]]]
 
 
 class DecisionRefused(LockgateError):
-    """A decision that this approver may not take, or that the rule does not offer."""
+    """A decision the rule does not offer, or an edit the schema or the policy refuses."""
+
+
+class NotAnApprover(DecisionRefused):
+    """The principal may not decide this call."""
 
 
 class Executor(Protocol):
@@ -160,7 +165,7 @@ class ApprovalService:
         if call.kind != "approval":
             raise DecisionRefused(f"{id} is an external call; post its result instead")
         if not may_decide(call, by, as_caller=as_caller):
-            raise DecisionRefused(f"{by.id!r} may not decide {id}")
+            raise NotAnApprover(f"{by.id!r} may not decide {id}")
         if decision not in call.decisions:
             raise DecisionRefused(f"decision {decision!r} is not offered for {id}")
         update: dict[str, Any] = {"decided_by": by.id, "decision": decision, "channel": channel}

@@ -1,0 +1,112 @@
+"""The REST API under ``/api``: approvals for approvers, external calls for workers, events."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from gateway.api_errors import api_errors, read_json
+from gateway.auth import Authenticator, Role, bearer_token
+from gateway.events.sse import events_endpoint
+from gateway.gateway import Gateway
+from toolsets.context import Principal
+
+__all__ = ["DecisionBody", "ResultBody", "api_routes"]
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class DecisionBody(BaseModel):
+    """``POST /api/approvals/{id}/decision``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "deny", "edit", "respond"]
+    message: str | None = Field(None, description="deny: for the model; respond: the result")
+    args: dict[str, Any] | None = Field(None, description="edit: the arguments to run instead")
+
+
+class ResultBody(BaseModel):
+    """``POST /api/calls/{id}/result``: a value, or an error with an optional retry hint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: Any = None
+    error: str | None = None
+    retry_after: float | None = Field(None, ge=0)
+
+
+def _who(auth: Authenticator, request: Request, *roles: Role) -> Principal | None:
+    return auth.authenticate(bearer_token(request.headers.get("authorization")), *roles)
+
+
+def _unauthorized() -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="lockgate"'}
+    body = {"error": "unauthorized", "detail": "an approver token is required"}
+    return JSONResponse(body, status_code=401, headers=headers)
+
+
+def _guard(auth: Authenticator, roles: tuple[Role, ...], handler: Callable[[Request, Principal], Awaitable[Response]]) -> Endpoint:
+    async def endpoint(request: Request) -> Response:
+        who = _who(auth, request, *roles)
+        if who is None:
+            return _unauthorized()
+        async with api_errors() as failed:
+            return await handler(request, who)
+        return failed.response
+
+    return endpoint
+
+
+def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
+    """Routes of the REST API, bound to ``gateway``."""
+    store, service = gateway.store, gateway.approvals
+
+    async def list_calls(request: Request, who: Principal) -> Response:
+        query = request.query_params
+        kind = query.get("kind") or ("approval" if request.url.path.endswith("approvals") else None)
+        states = [s for s in query.get("state", "").split(",") if s] or None
+        calls = await store.list(
+            state=states, kind=kind, principal=query.get("principal") or None,  # type: ignore[arg-type]
+            tool=query.get("tool") or None, limit=min(int(query.get("limit", "100")), 1000))
+        return JSONResponse({"items": [c.to_json() for c in calls]})
+
+    async def get_call(request: Request, who: Principal) -> Response:
+        call = await store.get(request.path_params["id"])
+        if call is None:
+            return JSONResponse({"error": "not_found"}, status_code=404)
+        return JSONResponse(call.to_json())
+
+    async def decide(request: Request, who: Principal) -> Response:
+        body = DecisionBody.model_validate(await read_json(request))
+        call = await service.decide(
+            request.path_params["id"], body.decision, by=who, channel=request.headers.get(
+                "x-lockgate-channel", "api")[:20], message=body.message, args=body.args)
+        return JSONResponse(call.to_json())
+
+    async def post_result(request: Request, who: Principal) -> Response:
+        body = ResultBody.model_validate(await read_json(request))
+        call = await service.post_result(
+            request.path_params["id"], by=who, value=body.value, error=body.error,
+            retry_after=body.retry_after)
+        return JSONResponse(call.to_json())
+
+    approver: tuple[Role, ...] = ("approver",)
+    worker: tuple[Role, ...] = ("worker", "approver")
+    events = events_endpoint(
+        gateway.events, lambda r: _who(auth, r, "subscriber", "approver") is not None)
+    return [
+        Route("/api/approvals", _guard(auth, approver, list_calls), methods=["GET"]),
+        Route("/api/approvals/{id}", _guard(auth, approver, get_call), methods=["GET"]),
+        Route("/api/approvals/{id}/decision", _guard(auth, approver, decide), methods=["POST"]),
+        Route("/api/calls", _guard(auth, worker, list_calls), methods=["GET"]),
+        Route("/api/calls/{id}", _guard(auth, worker, get_call), methods=["GET"]),
+        Route("/api/calls/{id}/result", _guard(auth, worker, post_result), methods=["POST"]),
+        Route("/api/events", events, methods=["GET"]),
+    ]
+
