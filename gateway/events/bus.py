@@ -95,11 +95,11 @@ class Subscription:
                 # Drained after an overflow and nothing new was published: tell the gap now.
                 missed, self.missed = self.missed, 0
                 return gap(missed)
-        except anyio.EndOfStream:
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
         try:
             return await self._receive.receive()
-        except anyio.EndOfStream:
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
     def _release(self) -> None:

@@ -38,7 +38,7 @@ async def test_call_then_result_share_the_call_id_and_carry_the_decision() -> No
     assert result.first_text().startswith("echo hi")
     assert (call.type, done.type) == ("tool.call", "tool.result")
     assert call.data["call_id"] == done.data["call_id"] == ctx.call_id
-    assert call.data | {"args_sha256": "-"} == {
+    assert dict(call.data) | {"args_sha256": "-"} == {
         "call_id": ctx.call_id,
         "tool": "files__echo",
         "server": "files",
