@@ -10,15 +10,11 @@ from typing import Any, Final
 
 import cel
 
-from policies.session import SessionState
-from toolsets.context import Principal
-from toolsets.tooldef import ToolDef
-
 __all__ = [
     "ALLOWED_VARIABLES",
     "Condition",
     "ConditionError",
-    "build_context",
+    "Needs",
     "compile_condition",
     "condition_problem",
 ]
@@ -29,31 +25,46 @@ ALLOWED_VARIABLES: Final = frozenset({"tool", "args", "principal", "session"})
 _STRING_LITERAL: Final = re.compile(
     r"""[rRbB]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')"""
 )
+_REFERENCE: Final = re.compile(r"(?<![\w.])(tool|args|principal|session)\b")
+_FIELD_ACCESS: Final = re.compile(r"\s*\.\s*([A-Za-z_]\w*)\b\s*(\()?")
 _BINDERS: Final = re.compile(
     r"\.\s*(?:all|exists|exists_one|existsOne|map|filter|transformList|transformMap|"
     r"transformMapEntry)\s*\(\s*([A-Za-z_]\w*)\s*,(?:\s*([A-Za-z_]\w*)\s*,)?"
 )
 
 
+Needs = Mapping[str, frozenset[str] | None]
+"""Per variable, the first-level fields a condition reads, or None when it reads the whole value."""
+
+
 class ConditionError(Exception):
     """A condition failed to evaluate (missing key, type error, non-boolean result, ...)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Condition:
     """A compiled CEL condition.
 
     Attributes:
         source: The expression as written.
         variables: The allowed top-level names it reads (subset of ``ALLOWED_VARIABLES``).
+        needs: The fields of each variable it reads, so only those are converted to CEL.
     """
 
     source: str
     variables: frozenset[str]
+    needs: Needs
     _program: Any
 
-    def evaluate(self, context: Any) -> bool:
-        """Run in a ``cel.Context``; failures and non-boolean results raise `ConditionError`."""
+    def evaluate(self, context: Any, memo: dict[Condition, bool]) -> bool:
+        """Run in a ``cel.Context``; failures and non-boolean results raise `ConditionError`.
+
+        ``memo`` holds results already computed in the same context: rules often share a
+        condition (identical sources compile to the same `Condition`).
+        """
+        known = memo.get(self)
+        if known is not None:
+            return known
         try:
             result = self._program.execute(context)
         except KeyError as exc:
@@ -63,6 +74,7 @@ class Condition:
             raise ConditionError(f"{type(exc).__name__}: {exc}") from None
         if not isinstance(result, bool):
             raise ConditionError(f"condition returned {type(result).__name__}, not a bool")
+        memo[self] = result
         return result
 
 
@@ -72,6 +84,29 @@ def _bound_names(source: str) -> set[str]:
     for match in _BINDERS.finditer(_STRING_LITERAL.sub('""', source)):
         names.update(name for name in match.groups() if name)
     return names
+
+
+def referenced_fields(source: str, variables: frozenset[str]) -> Needs:
+    """Which first-level fields of each variable ``source`` reads (``args.path`` -> ``path``).
+
+    Conservative: any other use of a variable (``args["k"]``, ``size(args)``, ``args.?k``, a
+    method call, a comment in the source) means the whole value is needed. Pruning only ever
+    drops fields the expression cannot observe.
+    """
+    if "//" in source:
+        return dict.fromkeys(variables)
+    stripped = _STRING_LITERAL.sub('""', source)
+    found: dict[str, set[str] | None] = {name: set() for name in variables}
+    for match in _REFERENCE.finditer(stripped):
+        name, fields = match.group(1), found.get(match.group(1))
+        if fields is None:
+            continue
+        access = _FIELD_ACCESS.match(stripped, match.end())
+        if access is None or access.group(2):
+            found[name] = None
+        else:
+            fields.add(access.group(1))
+    return {n: frozenset(f) if f else None for n, f in found.items()}
 
 
 @lru_cache(maxsize=8192)
@@ -93,7 +128,8 @@ def compile_condition(source: str) -> Condition:
         names = ", ".join(repr(n) for n in unknown)
         allowed = ", ".join(sorted(ALLOWED_VARIABLES))
         raise ValueError(f"unknown CEL variable {names} (allowed: {allowed})")
-    return Condition(source, variables & ALLOWED_VARIABLES, program)
+    variables &= ALLOWED_VARIABLES
+    return Condition(source, variables, referenced_fields(source, variables), program)
 
 
 def condition_problem(source: str) -> str | None:
@@ -110,43 +146,3 @@ def _compile_message(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     _, marker, detail = text.rpartition("ERROR: ")
     return (detail if marker else text).splitlines()[0].removeprefix("<input>:")
-
-
-def _tool_value(tool: ToolDef) -> dict[str, Any]:
-    return {
-        "name": tool.name,
-        "server": tool.server,
-        "upstream_name": tool.upstream_name,
-        "annotations": dict(tool.annotations or {}),
-    }
-
-
-def _principal_value(principal: Principal) -> dict[str, Any]:
-    return {"id": principal.id, "roles": sorted(principal.roles), "claims": dict(principal.claims)}
-
-
-def build_context(
-    needed: frozenset[str],
-    tool: ToolDef,
-    args: Mapping[str, Any] | None,
-    principal: Principal,
-    session: SessionState | None,
-) -> Any:
-    """A ``cel.Context`` with the ``needed`` variables only (conversion to CEL is the cost).
-
-    Raises:
-        ConditionError: When a value cannot be converted to CEL.
-    """
-    variables: dict[str, Any] = {}
-    if "tool" in needed:
-        variables["tool"] = _tool_value(tool)
-    if "args" in needed:
-        variables["args"] = args if isinstance(args, dict) else dict(args or {})
-    if "principal" in needed:
-        variables["principal"] = _principal_value(principal)
-    if "session" in needed:
-        variables["session"] = (session or SessionState("")).cel_value()
-    try:
-        return cel.Context(variables)
-    except Exception as exc:  # unconvertible argument values fail closed too
-        raise ConditionError(f"{type(exc).__name__}: {exc}") from None

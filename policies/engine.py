@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from policies.cel_conditions import ConditionError, build_context
+from policies.activation import build_context
+from policies.cel_conditions import Condition, ConditionError, Needs
 from policies.compiler import CompiledPolicy, compile_policy
 from policies.decision import Decision, Effect
 from policies.index import RuleIndex
@@ -84,7 +85,7 @@ class PolicyEngine:
         found = self._index.candidates(tool.name, tool.server)
         return self._evaluate(
             rules=found.list_rules,
-            variables=found.list_variables,
+            needs=found.list_needs,
             tool=tool,
             args=None,
             principal=principal,
@@ -102,7 +103,7 @@ class PolicyEngine:
         found = self._index.candidates(tool.name, tool.server)
         return self._evaluate(
             rules=found.call_rules,
-            variables=found.call_variables,
+            needs=found.call_needs,
             tool=tool,
             args=args,
             principal=principal,
@@ -113,7 +114,7 @@ class PolicyEngine:
         self,
         *,
         rules: tuple[CompiledRule, ...],
-        variables: frozenset[str],
+        needs: Needs,
         tool: ToolDef,
         args: Mapping[str, Any] | None,
         principal: Principal,
@@ -122,14 +123,15 @@ class PolicyEngine:
         matched: list[CompiledRule] = []
         failures: dict[int, str] = {}
         context: Any = None
+        memo: dict[Condition, bool] = {}
         for rule in rules:
             if rule.match_principal is not None and not rule.match_principal(principal):
                 continue
             if rule.conditional:
                 try:
                     if context is None:
-                        context = build_context(variables, tool, args, principal, session)
-                    if not rule.holds(context):
+                        context = build_context(needs, tool, args, principal, session)
+                    if not rule.holds(context, memo):
                         continue
                 except ConditionError as exc:
                     failures[rule.order] = str(exc)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from policies.activation import merge_needs
+from policies.cel_conditions import Needs
 from policies.rules import CompiledRule
 
 __all__ = ["LIST_TIME_BLOCKERS", "Candidates", "RuleIndex"]
@@ -23,25 +25,26 @@ class Candidates:
 
     Attributes:
         call_rules: Rules to evaluate for a call.
-        call_variables: CEL variables those rules read (the context to build).
+        call_needs: What those rules' conditions read (the CEL context to build).
         list_rules: Rules to evaluate for listing (none reads ``args`` or ``session``).
-        list_variables: CEL variables those rules read.
+        list_needs: What those rules' conditions read.
     """
 
     call_rules: tuple[CompiledRule, ...]
-    call_variables: frozenset[str]
+    call_needs: Needs
     list_rules: tuple[CompiledRule, ...]
-    list_variables: frozenset[str]
+    list_needs: Needs
 
     @classmethod
     def of(cls, rules: Sequence[CompiledRule]) -> Candidates:
         """Candidates from statically matching rules (already in load order)."""
         listing = tuple(r for r in rules if not r.variables & LIST_TIME_BLOCKERS)
-        return cls(tuple(rules), _union(rules), listing, _union(listing))
-
-
-def _union(rules: Iterable[CompiledRule]) -> frozenset[str]:
-    return frozenset().union(*(r.variables for r in rules))
+        return cls(
+            tuple(rules),
+            merge_needs(r.needs for r in rules),
+            listing,
+            merge_needs(r.needs for r in listing),
+        )
 
 
 class RuleIndex:

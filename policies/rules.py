@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from policies.cel_conditions import Condition, compile_condition
+from policies.activation import merge_needs
+from policies.cel_conditions import Condition, Needs, compile_condition
 from policies.decision import EFFECT_RANK, ApprovalOptions, Effect
 from policies.matchers import (
     PrincipalMatcher,
@@ -31,7 +32,7 @@ class CompiledRule:
         tools: Tool globs, None for any tool; ``servers`` likewise.
         when: Condition that must hold; ``unless``: condition that must not hold.
         conditional: Whether it has a ``when`` or ``unless``.
-        variables: CEL variables its conditions read.
+        variables: CEL variables its conditions read; ``needs``: which fields of them.
     """
 
     order: int
@@ -49,6 +50,7 @@ class CompiledRule:
     unless: Condition | None
     conditional: bool
     variables: frozenset[str]
+    needs: Needs
     reason: str
     message: str | None
     approval: ApprovalOptions
@@ -74,15 +76,15 @@ class CompiledRule:
             self.match_server is None or self.match_server(server)
         )
 
-    def holds(self, context: Any) -> bool:
+    def holds(self, context: Any, memo: dict[Condition, bool]) -> bool:
         """Whether ``when`` holds and ``unless`` does not, in a ``cel.Context``.
 
         Raises:
             ConditionError: When a condition cannot be evaluated.
         """
-        if self.when is not None and not self.when.evaluate(context):
+        if self.when is not None and not self.when.evaluate(context, memo):
             return False
-        return self.unless is None or not self.unless.evaluate(context)
+        return self.unless is None or not self.unless.evaluate(context, memo)
 
 
 def compile_rule(
@@ -110,6 +112,7 @@ def compile_rule(
         unless=unless,
         conditional=when is not None or unless is not None,
         variables=variables,
+        needs=merge_needs(c.needs for c in (when, unless) if c is not None),
         reason=rule.reason or f"matched rule {rule.id!r}",
         message=rule.message,
         approval=approval,

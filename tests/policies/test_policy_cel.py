@@ -242,3 +242,46 @@ def test_session_record_keeps_counters_and_a_copy_of_the_last_args() -> None:
         "tool_calls": {"files__read_file": 2, "files__write_file": 1},
         "last_args": {"files__read_file": {"path": "b"}, "files__write_file": {"path": "a"}},
     }
+
+
+@pytest.mark.parametrize(
+    ("source", "needs"),
+    [
+        pytest.param(
+            'has(args.path) && args.path.endsWith(".env")', {"args": {"path"}}, id="field"
+        ),
+        pytest.param('args["path"] == "x"', {"args": None}, id="index-needs-everything"),
+        pytest.param("size(args) > 0", {"args": None}, id="whole-value-as-argument"),
+        pytest.param("args.size() > 0", {"args": None}, id="method-call"),
+        pytest.param('args.exists(k, k == "a")', {"args": None}, id="macro-over-the-value"),
+        pytest.param('"args.token" == args.x', {"args": {"x"}}, id="names-inside-strings"),
+        pytest.param(
+            "session.calls > 1 // args.x", {"session": None}, id="comments-disable-pruning"
+        ),
+        pytest.param(
+            '"admin" in principal.roles && principal.claims.team == "a"',
+            {"principal": {"roles", "claims"}},
+            id="several-fields",
+        ),
+        pytest.param(
+            "has(session.last_args.t) && session.last_args.t == args",
+            {"session": {"last_args"}, "args": None},
+            id="mixed",
+        ),
+    ],
+)
+def test_conditions_know_which_fields_they_read(
+    source: str, needs: dict[str, set[str] | None]
+) -> None:
+    from policies.cel_conditions import compile_condition
+
+    assert compile_condition(source).needs == {
+        name: frozenset(fields) if fields is not None else None for name, fields in needs.items()
+    }
+
+
+def test_arguments_no_condition_reads_are_not_converted_to_cel() -> None:
+    args = {"path": "/etc/passwd", "content": object()}
+    decision = CEL.evaluate_call(tool("fs__write"), args, who(), None)
+    assert (decision.effect, decision.rule_id) == ("deny", "etc-writes")
+    assert decision.message == "Writing system files is not allowed."

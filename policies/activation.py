@@ -1,0 +1,74 @@
+"""The CEL activation (``tool``, ``args``, ``principal``, ``session``), built once per decision."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import cel
+
+from policies.cel_conditions import ConditionError, Needs
+from policies.session import SessionState
+from toolsets.context import Principal
+from toolsets.tooldef import ToolDef
+
+__all__ = ["build_context", "merge_needs"]
+
+
+def merge_needs(needs: Iterable[Needs]) -> Needs:
+    """The union of several conditions' needs (a whole-value need absorbs field needs)."""
+    merged: dict[str, frozenset[str] | None] = {}
+    for need in needs:
+        for name, fields in need.items():
+            if name in merged:
+                known = merged[name]
+                merged[name] = None if known is None or fields is None else known | fields
+            else:
+                merged[name] = fields
+    return merged
+
+
+def _pick(value: Mapping[str, Any], fields: frozenset[str] | None) -> dict[str, Any]:
+    if fields is None:
+        return value if isinstance(value, dict) else dict(value)
+    return {key: value[key] for key in fields if key in value}
+
+
+def _tool_value(tool: ToolDef) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "server": tool.server,
+        "upstream_name": tool.upstream_name,
+        "annotations": dict(tool.annotations or {}),
+    }
+
+
+def _principal_value(principal: Principal) -> dict[str, Any]:
+    return {"id": principal.id, "roles": sorted(principal.roles), "claims": dict(principal.claims)}
+
+
+def build_context(
+    needs: Needs,
+    tool: ToolDef,
+    args: Mapping[str, Any] | None,
+    principal: Principal,
+    session: SessionState | None,
+) -> Any:
+    """A ``cel.Context`` holding only what the conditions read: converting values is the cost.
+
+    Raises:
+        ConditionError: When a value cannot be converted to CEL.
+    """
+    variables: dict[str, Any] = {}
+    if "tool" in needs:
+        variables["tool"] = _pick(_tool_value(tool), needs["tool"])
+    if "args" in needs:
+        variables["args"] = _pick(args or {}, needs["args"])
+    if "principal" in needs:
+        variables["principal"] = _pick(_principal_value(principal), needs["principal"])
+    if "session" in needs:
+        variables["session"] = _pick((session or SessionState("")).cel_value(), needs["session"])
+    try:
+        return cel.Context(variables)
+    except Exception as exc:  # unconvertible argument values fail closed too
+        raise ConditionError(f"{type(exc).__name__}: {exc}") from None
