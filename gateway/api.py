@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from gateway.api_errors import api_errors, read_json
+from gateway.api_errors import BadRequest, error_response, read_json
+from gateway.approvals.pending import Kind, State
 from gateway.auth import Authenticator, Role, bearer_token
 from gateway.events.sse import events_endpoint
 from gateway.gateway import Gateway
 from toolsets.context import Principal
+from toolsets.errors import LockgateError
 
 __all__ = ["DecisionBody", "ResultBody", "api_routes"]
 
@@ -41,6 +43,19 @@ class ResultBody(BaseModel):
     retry_after: float | None = Field(None, ge=0)
 
 
+def _kind(value: str | None) -> Kind | None:
+    if value in (None, "approval", "external"):
+        return value  # type: ignore[return-value]
+    raise BadRequest(f"unknown kind {value!r}")
+
+
+def _states(value: str) -> list[State] | None:
+    states = [s for s in value.split(",") if s]
+    if unknown := [s for s in states if s not in get_args(State)]:
+        raise BadRequest(f"unknown state {unknown[0]!r}")
+    return states or None  # type: ignore[return-value]
+
+
 def _who(auth: Authenticator, request: Request, *roles: Role) -> Principal | None:
     return auth.authenticate(bearer_token(request.headers.get("authorization")), *roles)
 
@@ -51,14 +66,19 @@ def _unauthorized() -> JSONResponse:
     return JSONResponse(body, status_code=401, headers=headers)
 
 
-def _guard(auth: Authenticator, roles: tuple[Role, ...], handler: Callable[[Request, Principal], Awaitable[Response]]) -> Endpoint:
+def _guard(
+    auth: Authenticator,
+    roles: tuple[Role, ...],
+    handler: Callable[[Request, Principal], Awaitable[Response]],
+) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         who = _who(auth, request, *roles)
         if who is None:
             return _unauthorized()
-        async with api_errors() as failed:
+        try:
             return await handler(request, who)
-        return failed.response
+        except (ValidationError, LockgateError) as exc:
+            return error_response(exc)
 
     return endpoint
 
@@ -69,11 +89,14 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
 
     async def list_calls(request: Request, who: Principal) -> Response:
         query = request.query_params
-        kind = query.get("kind") or ("approval" if request.url.path.endswith("approvals") else None)
-        states = [s for s in query.get("state", "").split(",") if s] or None
+        default = "approval" if request.url.path.endswith("approvals") else None
         calls = await store.list(
-            state=states, kind=kind, principal=query.get("principal") or None,  # type: ignore[arg-type]
-            tool=query.get("tool") or None, limit=min(int(query.get("limit", "100")), 1000))
+            state=_states(query.get("state", "")),
+            kind=_kind(query.get("kind") or default),
+            principal=query.get("principal") or None,
+            tool=query.get("tool") or None,
+            limit=min(int(query.get("limit", "100")), 1000),
+        )
         return JSONResponse({"items": [c.to_json() for c in calls]})
 
     async def get_call(request: Request, who: Principal) -> Response:
@@ -85,21 +108,31 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
     async def decide(request: Request, who: Principal) -> Response:
         body = DecisionBody.model_validate(await read_json(request))
         call = await service.decide(
-            request.path_params["id"], body.decision, by=who, channel=request.headers.get(
-                "x-lockgate-channel", "api")[:20], message=body.message, args=body.args)
+            request.path_params["id"],
+            body.decision,
+            by=who,
+            channel=request.headers.get("x-lockgate-channel", "api")[:20],
+            message=body.message,
+            args=body.args,
+        )
         return JSONResponse(call.to_json())
 
     async def post_result(request: Request, who: Principal) -> Response:
         body = ResultBody.model_validate(await read_json(request))
         call = await service.post_result(
-            request.path_params["id"], by=who, value=body.value, error=body.error,
-            retry_after=body.retry_after)
+            request.path_params["id"],
+            by=who,
+            value=body.value,
+            error=body.error,
+            retry_after=body.retry_after,
+        )
         return JSONResponse(call.to_json())
 
     approver: tuple[Role, ...] = ("approver",)
     worker: tuple[Role, ...] = ("worker", "approver")
     events = events_endpoint(
-        gateway.events, lambda r: _who(auth, r, "subscriber", "approver") is not None)
+        gateway.events, lambda r: _who(auth, r, "subscriber", "approver") is not None
+    )
     return [
         Route("/api/approvals", _guard(auth, approver, list_calls), methods=["GET"]),
         Route("/api/approvals/{id}", _guard(auth, approver, get_call), methods=["GET"]),
@@ -109,4 +142,3 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         Route("/api/calls/{id}/result", _guard(auth, worker, post_result), methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
     ]
-

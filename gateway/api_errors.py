@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,7 +14,7 @@ from gateway.approvals.service import DecisionRefused, NotAnApprover
 from gateway.errors import http_status_for
 from toolsets.errors import LockgateError
 
-__all__ = ["BadRequest", "MAX_BODY", "api_errors", "read_json"]
+__all__ = ["MAX_BODY", "BadRequest", "error_response", "read_json"]
 
 MAX_BODY = 1 << 20
 
@@ -45,14 +42,8 @@ async def read_json(request: Request) -> Any:
         raise BadRequest(f"body is not JSON: {exc.msg}") from None
 
 
-@dataclass(slots=True)
-class Failure:
-    """Filled with the response when the guarded block raised a mapped error."""
-
-    response: JSONResponse = JSONResponse({"error": "internal"}, status_code=500)
-
-
-def _response(exc: Exception) -> JSONResponse:
+def error_response(exc: Exception) -> JSONResponse:
+    """The JSON error response for one of our errors (or a body validation error)."""
     if isinstance(exc, ValidationError):
         errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
         return JSONResponse({"error": "invalid_body", "detail": errors}, status_code=422)
@@ -69,13 +60,3 @@ def _response(exc: Exception) -> JSONResponse:
         return JSONResponse({"error": "refused", "detail": str(exc)}, status_code=422)
     assert isinstance(exc, LockgateError)
     return JSONResponse({"error": "error", "detail": str(exc)}, status_code=http_status_for(exc))
-
-
-@asynccontextmanager
-async def api_errors() -> AsyncIterator[Failure]:
-    """Turn our errors raised in the block into JSON error responses (in ``failure.response``)."""
-    failure = Failure()
-    try:
-        yield failure
-    except (ValidationError, LockgateError) as exc:
-        failure.response = _response(exc)

@@ -28,14 +28,18 @@ def elicit_callback(ctx: ServerRequestContext[Any]) -> ElicitCallback:
     """Asks the legacy client over its back-channel, tied to the call's request."""
     session, request_id = ctx.session, ctx.request_id
 
-    async def elicit(message: str, schema: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
+    async def elicit(
+        message: str, schema: Mapping[str, Any]
+    ) -> tuple[str, Mapping[str, Any] | None]:
         answer = await session.elicit_form(message, dict(schema), related_request_id=request_id)
         return answer.action, answer.content
 
     return elicit
 
 
-def input_required_result(gateway: Gateway, held: InputRequired, ctx: CallContext) -> types.InputRequiredResult:
+def input_required_result(
+    gateway: Gateway, held: InputRequired, ctx: CallContext
+) -> types.InputRequiredResult:
     """Ask a modern client; the state names the pending call and only this principal can use it."""
     state = gateway.sealer.seal(
         pending_id=held.call.id, principal=ctx.principal.id, expires_at=held.call.expires_at
@@ -48,7 +52,9 @@ def input_required_result(gateway: Gateway, held: InputRequired, ctx: CallContex
     )
 
 
-async def answer_input(gateway: Gateway, params: types.CallToolRequestParams, ctx: CallContext) -> bool:
+async def answer_input(
+    gateway: Gateway, params: types.CallToolRequestParams, ctx: CallContext
+) -> bool:
     """Apply a modern client's answer; False when it gave no decision (an approver decides).
 
     Raises:
@@ -69,8 +75,13 @@ async def answer_input(gateway: Gateway, params: types.CallToolRequestParams, ct
         return False
     try:
         await gateway.approvals.decide(
-            payload.pending_id, answer.decision, by=ctx.principal, channel="input_required",
-            message=answer.message, args=answer.args, as_caller=True,
+            payload.pending_id,
+            answer.decision,
+            by=ctx.principal,
+            channel="input_required",
+            message=answer.message,
+            args=answer.args,
+            as_caller=True,
         )
     except (DecisionRefused, PendingConflict, PendingNotFound) as exc:
         log.info("caller's decision on %s not applied: %s", payload.pending_id, exc)

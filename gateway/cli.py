@@ -58,7 +58,9 @@ async def _run_tools(args: argparse.Namespace) -> int:
     async with Gateway.from_config(args.config) as gateway:
         tools = await gateway.list_tools()
         if args.json:
-            print(json.dumps([t.definition() | {"name": t.name, "server": t.server} for t in tools]))
+            print(
+                json.dumps([t.definition() | {"name": t.name, "server": t.server} for t in tools])
+            )
             return 0
         for tool in tools:
             summary = (tool.description or "").strip().splitlines()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-
 from typing import Any
 
 import httpx2
@@ -35,10 +34,12 @@ def _request(args: argparse.Namespace, method: str, path: str, body: Any = None)
             response = client.request(method, path, json=body)
     except httpx2.TransportError as exc:
         raise ApiError(f"cannot reach the gateway at {args.url}: {exc}") from None
-    data = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+    is_json = response.headers.get("content-type", "").startswith("application/json")
+    data = response.json() if is_json else {}
     if response.status_code >= 400:
-        detail = data.get("detail", response.text) if isinstance(data, dict) else response.text
-        raise ApiError(f"{response.status_code} {data.get('error', '') if isinstance(data, dict) else ''}: {detail}")
+        body = data if isinstance(data, dict) else {}
+        detail = body.get("detail", response.text)
+        raise ApiError(f"{response.status_code} {body.get('error', '')}: {detail}")
     return data
 
 
@@ -95,13 +96,20 @@ def register(subparsers: Any) -> None:
     show = commands.add_parser("show", help="one approval with full arguments and reason")
     show.add_argument("id")
     show.set_defaults(func=_show)
-    for name, extra in (("approve", None), ("deny", "--message"), ("edit", "--args"),
-                        ("respond", "--text")):
+    for name, extra in (
+        ("approve", None),
+        ("deny", "--message"),
+        ("edit", "--args"),
+        ("respond", "--text"),
+    ):
         sub = commands.add_parser(name, help=f"{name} a pending call")
         sub.add_argument("id")
         if extra:
             sub.add_argument(extra, required=name != "deny", help=f"{name}: {extra[2:]}")
         sub.set_defaults(func=_decide, decision=name)
-    for sub in (listing, show, *[commands.choices[n] for n in ("approve", "deny", "edit", "respond")]):
+    for sub in (
+        listing,
+        show,
+        *[commands.choices[n] for n in ("approve", "deny", "edit", "respond")],
+    ):
         _common(sub)
-

@@ -21,7 +21,7 @@ from gateway.events.toolset import EventsToolset
 from gateway.external import external_toolset
 from gateway.upstreams import build_upstream
 from policies import PolicyEngine, PolicyHolder
-from toolsets.abstract import Toolset, ToolsChangedHandler
+from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
 from toolsets.errors import ConfigError, ConfigIssue
@@ -85,11 +85,15 @@ def _children(
     for server in config.enabled_servers():
         if server.transport == "python":
             local: Toolset = FunctionToolset.from_import_paths(
-                server.functions, server=server.name, timeout=server.timeout,
-                default_timeout=config.call_timeout)
+                server.functions,
+                server=server.name,
+                timeout=server.timeout,
+                default_timeout=config.call_timeout,
+            )
         else:
             local = upstreams[server.name] = build_upstream(
-                config, server, on_tools_changed=on_changed, on_status=on_status)
+                config, server, on_tools_changed=on_changed, on_status=on_status
+            )
         children.append(PrefixedToolset(local, server.exposed_prefix))
     if config.external_tools:
         children.append(external_toolset(config.external_tools))
@@ -116,8 +120,22 @@ def compose(
         return await combined.get_tools(CallContext())
 
     approvals = ApprovalService(
-        store, policy, catalogue=catalogue, executor=events.call_tool, publish=bus.publish,
-        validators=validators, progress_interval=config.approvals.progress_interval)
+        store,
+        policy,
+        catalogue=catalogue,
+        executor=events.call_tool,
+        publish=bus.publish,
+        validators=validators,
+        progress_interval=config.approvals.progress_interval,
+    )
     root = ValidatingToolset(ApprovalRequiredToolset(events, policy, approvals), validators)
-    return Parts(bus=bus, policy=policy, store=store, approvals=approvals, sealer=_sealer(config),
-                 combined=combined, upstreams=upstreams, root=root)
+    return Parts(
+        bus=bus,
+        policy=policy,
+        store=store,
+        approvals=approvals,
+        sealer=_sealer(config),
+        combined=combined,
+        upstreams=upstreams,
+        root=root,
+    )

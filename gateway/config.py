@@ -1,4 +1,4 @@
-"""The gateway configuration file: pydantic models validated with file, line and key on every error."""
+"""The gateway configuration file: pydantic models; every error names file, line and key."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ class ListenConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=0, le=65535)
     allowed_hosts: list[str] = Field(
-        default_factory=list, description="Extra Host header values accepted besides loopback names."
+        default_factory=list,
+        description="Extra Host header values accepted besides loopback names.",
     )
     allowed_origins: list[str] = Field(
         default_factory=list, description="Browser origins allowed to call the gateway."
@@ -123,12 +124,12 @@ class GatewayConfig(_Strict):
 
     version: Literal[1] = 1
     id: str = Field("lockgate", description="Gateway id, the CloudEvents source.")
-    listen: ListenConfig = Field(default_factory=ListenConfig)
+    listen: ListenConfig = ListenConfig()
     servers: list[ServerConfig] = Field(default_factory=list)
-    auth: AuthConfig = Field(default_factory=AuthConfig)
-    policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
-    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
-    events: EventsConfig = Field(default_factory=EventsConfig)
+    auth: AuthConfig = AuthConfig()
+    policies: PoliciesConfig = PoliciesConfig()
+    approvals: ApprovalsConfig = ApprovalsConfig()
+    events: EventsConfig = EventsConfig()
     external_tools: list[ExternalToolConfig] = Field(default_factory=list)
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
     base_dir: Path = Field(Path("."), exclude=True)
@@ -154,7 +155,9 @@ def _check_unique(config: GatewayConfig, file: str) -> None:
         seen[prefix] = index
     loopback = config.listen.host in {"127.0.0.1", "::1", "localhost"}
     if not loopback and not config.auth.agents:
-        message = "binding beyond loopback requires auth.agents (every MCP client must authenticate)"
+        message = (
+            "binding beyond loopback requires auth.agents (every MCP client must authenticate)"
+        )
         issues.append(ConfigIssue(file, None, None, "listen.host", message))
     if issues:
         raise ConfigError(issues)

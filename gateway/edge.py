@@ -33,7 +33,10 @@ class AgentAuthMiddleware:
             found = self.authenticator.authenticate(token, "agent")
             if found is None:
                 response = JSONResponse(
-                    {"error": "invalid_token", "error_description": "a valid agent token is required"},
+                    {
+                        "error": "invalid_token",
+                        "error_description": "a valid agent token is required",
+                    },
                     status_code=401,
                     headers={"WWW-Authenticate": 'Bearer realm="lockgate"'},
                 )

@@ -1,4 +1,4 @@
-"""External tools: declared in the config with a JSON schema, executed by a worker (always deferred)."""
+"""External tools: declared in the config with a JSON schema, run by a worker (always deferred)."""
 
 from __future__ import annotations
 

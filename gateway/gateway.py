@@ -19,7 +19,7 @@ from gateway.config import GatewayConfig, load_config
 from gateway.events import types as event_types
 from gateway.events.bus import EventBus
 from policies import PolicyHolder
-from toolsets.abstract import Toolset, ToolsChangedHandler
+from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError, ToolCollisionError
 from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
@@ -156,7 +156,8 @@ class Gateway:
         log.log(level, "upstream %s is %s%s", server, status, f" ({detail})" if detail else "")
         if status in {"up", "down", "reconnecting"}:
             error = None if status == "up" else detail
-            self.events.publish(event_types.upstream_status(server, status, error=error))  # type: ignore[arg-type]
+            state: event_types.UpstreamState = status
+            self.events.publish(event_types.upstream_status(server, state, error=error))
         if status == "up" and self._stack is not None:
             await self._tools_changed(server)
 
@@ -167,8 +168,12 @@ class Gateway:
             await stack.enter_async_context(self._parts.store)
             report = await self._parts.store.recover()
             if report.interrupted or report.expired:
-                log.warning("recovered pending calls: %d interrupted, %d expired, %d pending",
-                            len(report.interrupted), len(report.expired), report.pending)
+                log.warning(
+                    "recovered pending calls: %d interrupted, %d expired, %d pending",
+                    len(report.interrupted),
+                    len(report.expired),
+                    report.pending,
+                )
             await stack.enter_async_context(self._parts.root)
             async with anyio.create_task_group() as tg:
                 for upstream in self.upstreams.values():

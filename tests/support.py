@@ -25,7 +25,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def echo_upstream(name: str = "echo", *, era: str = "dual", tools: int = 0, **extra: Any) -> dict[str, Any]:
+def echo_upstream(
+    name: str = "echo", *, era: str = "dual", tools: int = 0, **extra: Any
+) -> dict[str, Any]:
     """Config entry for the test echo server over stdio."""
     args = [ECHO_SERVER, "--era", era, "--name", name, "--tools", str(tools)]
     return {"name": name, "transport": "stdio", "command": sys.executable, "args": args, **extra}

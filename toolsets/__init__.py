@@ -1,6 +1,6 @@
 """Toolsets: the tool abstraction, its wrappers and the MCP upstream toolset."""
 
-from toolsets.abstract import Toolset, ToolsChangedHandler
+from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.canonical import canonical_json, sha256_hex
 from toolsets.combined import CombinedToolset
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
@@ -44,8 +44,9 @@ __all__ = [
     "ToolFilter",
     "ToolNotFoundError",
     "ToolResult",
-    "Toolset",
     "ToolsChangedHandler",
+    "Toolset",
+    "UpstreamError",
     "WrapperToolset",
     "canonical_json",
     "sha256_hex",

@@ -11,7 +11,7 @@ from toolsets.context import CallContext
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["Toolset", "ToolsChangedHandler"]
+__all__ = ["ToolsChangedHandler", "Toolset"]
 
 
 class ToolsChangedHandler(Protocol):

@@ -57,7 +57,7 @@ class ClientInfo:
     """What the downstream client speaks and declared.
 
     Attributes:
-        era: ``legacy`` for handshake-era clients (2025-11-25 and earlier), ``modern`` for 2026-07-28.
+        era: ``legacy`` for handshake-era clients (2025-11-25 and before); ``modern``: 2026-07-28.
         protocol_version: The negotiated protocol version, when known.
         elicitation: True when the client declared the elicitation capability.
         transport: ``http``, ``stdio`` or ``inprocess``.

@@ -1,4 +1,4 @@
-"""The one error hierarchy of lockgate; mapped to JSON-RPC, HTTP and exit codes in one place each."""
+"""The one error hierarchy of lockgate; mapped to JSON-RPC, HTTP and exit codes in one place."""
 
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ class ToolCollisionError(LockgateError):
     def __init__(self, name: str, first: str, second: str) -> None:
         self.name = name
         super().__init__(
-            f"Tool name collision: {name!r} is exposed by both server {first!r} and server {second!r}"
+            f"Tool name collision: {name!r} is exposed by both server {first!r} "
+            f"and server {second!r}"
         )
 
 

@@ -17,13 +17,17 @@ __all__ = ["ExternalToolset", "ToolExecutor"]
 class ToolExecutor(Protocol):
     """Runs one call of an external tool (an upstream MCP session, a worker, ...)."""
 
-    async def __call__(self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext) -> ToolResult: ...
+    async def __call__(
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
+    ) -> ToolResult: ...
 
 
 class ExternalToolset(Toolset):
     """A fixed catalogue of tool definitions; calls go to ``executor``."""
 
-    def __init__(self, tool_defs: Iterable[ToolDef], executor: ToolExecutor, *, label: str = "") -> None:
+    def __init__(
+        self, tool_defs: Iterable[ToolDef], executor: ToolExecutor, *, label: str = ""
+    ) -> None:
         self._tools = {t.name: t for t in tool_defs}
         self._executor = executor
         self._label = label or "external"

@@ -19,9 +19,13 @@ log = logging.getLogger("lockgate.upstream")
 def tool_def_from_mcp(tool: types.Tool, *, server: str) -> ToolDef | None:
     """Our `ToolDef` for an upstream tool, or None (logged) when its name cannot be exposed."""
     if not TOOL_NAME_RE.fullmatch(tool.name) or SEPARATOR in tool.name:
-        log.warning("server %s: tool %r skipped: name is not [A-Za-z0-9_-]{1,64}", server, tool.name)
+        log.warning(
+            "server %s: tool %r skipped: name is not [A-Za-z0-9_-]{1,64}", server, tool.name
+        )
         return None
-    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    )
     return ToolDef(
         name=tool.name,
         title=tool.title,
@@ -42,7 +46,9 @@ def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
         description=tool.description,
         input_schema=dict(tool.input_schema),
         output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
-        annotations=types.ToolAnnotations.model_validate(tool.annotations) if tool.annotations else None,
+        annotations=types.ToolAnnotations.model_validate(tool.annotations)
+        if tool.annotations
+        else None,
     )
 
 
@@ -61,7 +67,9 @@ def tool_result_to_mcp(result: ToolResult) -> types.CallToolResult:
     meta: Any = dict(result.meta) if result.meta else None
     return types.CallToolResult(
         content=list(result.content),
-        structured_content=dict(result.structured_content) if result.structured_content is not None else None,
+        structured_content=dict(result.structured_content)
+        if result.structured_content is not None
+        else None,
         is_error=result.is_error,
         _meta=meta,
     )

@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Protocol, Self
 
 import anyio
 import mcp_types as types
@@ -16,14 +16,14 @@ from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolsets.abstract import Toolset, ToolsChangedHandler
+from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
 from toolsets.errors import ToolNotFoundError
 from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["ClientTarget", "MCPServerToolset", "UpstreamStatus"]
+__all__ = ["ClientTarget", "MCPServerToolset", "StatusHandler", "UpstreamStatus"]
 
 log = logging.getLogger("lockgate.upstream")
 UpstreamStatus = Literal["connecting", "up", "down", "reconnecting", "stopped"]
@@ -39,12 +39,14 @@ _LOST_ERRORS = (
 )
 
 
-class StatusHandler:
+class StatusHandler(Protocol):
     """Receives upstream status changes (``up``, ``down``, ``reconnecting``)."""
 
-    async def __call__(self, server: str, status: UpstreamStatus, detail: str) -> None:
-        """Default: log only."""
-        log.info("upstream %s is %s%s", server, status, f": {detail}" if detail else "")
+    async def __call__(self, server: str, status: UpstreamStatus, detail: str) -> None: ...
+
+
+async def _log_status(server: str, status: UpstreamStatus, detail: str) -> None:
+    log.info("upstream %s is %s%s", server, status, f": {detail}" if detail else "")
 
 
 class MCPServerToolset(Toolset):
@@ -74,7 +76,7 @@ class MCPServerToolset(Toolset):
         self.connect_timeout = connect_timeout
         self.mode = mode
         self._on_tools_changed = on_tools_changed
-        self._on_status = on_status or StatusHandler()
+        self._on_status: StatusHandler = on_status or _log_status
         self._max_backoff = max_backoff
         self.status: UpstreamStatus = "connecting"
         self.detail = ""
@@ -141,7 +143,9 @@ class MCPServerToolset(Toolset):
         tg, self._tg = self._tg, None
         if tg is not None:
             tg.cancel_scope.cancel()
-            await tg.__aexit__(exc_type, exc, tb)
+            # The body's exception is not the task group's: passed in, anyio would wrap it in an
+            # ExceptionGroup and callers could no longer catch e.g. `ToolCollisionError`.
+            await tg.__aexit__(None, None, None)
         self._client = None
         self.status = "stopped"
         return None

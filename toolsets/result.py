@@ -28,7 +28,9 @@ class ToolResult:
     meta: Mapping[str, Any] | None = field(default=None)
 
     @classmethod
-    def text(cls, text: str, *, is_error: bool = False, meta: Mapping[str, Any] | None = None) -> ToolResult:
+    def text(
+        cls, text: str, *, is_error: bool = False, meta: Mapping[str, Any] | None = None
+    ) -> ToolResult:
         """A result made of a single text block."""
         return cls(content=(TextContent(type="text", text=text),), is_error=is_error, meta=meta)
 

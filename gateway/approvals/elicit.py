@@ -70,7 +70,9 @@ def parse_answer(action: str, content: Mapping[str, Any] | None) -> CallerAnswer
     return CallerAnswer(decision, str(message) if message else None, args)
 
 
-async def ask_caller(elicit: ElicitCallback, call: PendingCall, tool: ToolDef) -> CallerAnswer | None:
+async def ask_caller(
+    elicit: ElicitCallback, call: PendingCall, tool: ToolDef
+) -> CallerAnswer | None:
     """Ask over a legacy back-channel (``elicitation/create``)."""
     action, content = await elicit(form_message(call, tool), form_schema(call))
     return parse_answer(action, content)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -12,7 +13,7 @@ from typing import Any, Protocol
 import anyio
 
 from gateway.approvals.errors import PendingConflict, PendingNotFound
-from gateway.approvals.pending import PendingCall
+from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.approvals.store import PendingStore
 from gateway.approvals.wire import result_from_wire, result_to_wire
 from gateway.events import types as events
@@ -50,13 +51,15 @@ class NotAnApprover(DecisionRefused):
 class Executor(Protocol):
     """Runs an approved call through the rest of the chain (events, upstream)."""
 
-    async def __call__(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult: ...
+    async def __call__(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext
+    ) -> ToolResult: ...
 
 
 class Publisher(Protocol):
     """Publishes an event; never blocks or raises."""
 
-    def __call__(self, event: Event) -> None: ...
+    def __call__(self, event: Event) -> object: ...
 
 
 def pending_result(call: PendingCall) -> ToolResult:
@@ -71,8 +74,9 @@ def pending_result(call: PendingCall) -> ToolResult:
 
 
 def _origin(call: PendingCall) -> CallContext:
-    return CallContext(principal=Principal(id=call.principal), session_id=call.session_id,
-                       call_id=call.call_id)
+    return CallContext(
+        principal=Principal(id=call.principal), session_id=call.session_id, call_id=call.call_id
+    )
 
 
 def may_decide(call: PendingCall, who: Principal, *, as_caller: bool) -> bool:
@@ -120,22 +124,39 @@ class ApprovalService:
         found = await self.store.find_reusable(ctx.principal.id, tool.name, sha256_hex(args))
         if found is not None:
             return found
-        kind = "external" if decision.effect == "defer" else "approval"
+        kind: Kind = "external" if decision.effect == "defer" else "approval"
         options = decision.approval
         call = PendingCall.new(
-            args=args, ttl=options.expires, approvers=options.approvers,
-            decisions=tuple(sorted(options.decisions)), kind=kind, call_id=ctx.call_id,
-            principal=ctx.principal.id, session_id=ctx.session_id, tool=tool.name,
-            server=tool.server, upstream_tool=tool.upstream_name, tool_pin=tool.pin,
-            policy_version=decision.policy_version, rule_id=decision.rule_id,
+            args=args,
+            ttl=options.expires,
+            approvers=options.approvers,
+            decisions=tuple(sorted(options.decisions)),
+            kind=kind,
+            call_id=ctx.call_id,
+            principal=ctx.principal.id,
+            session_id=ctx.session_id,
+            tool=tool.name,
+            server=tool.server,
+            upstream_tool=tool.upstream_name,
+            tool_pin=tool.pin,
+            policy_version=decision.policy_version,
+            rule_id=decision.rule_id,
             reason=decision.reason,
         )
         call = await self.store.create(call)  # durable before anyone is told
         expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
         if kind == "approval":
-            self.publish(events.approval_requested(
-                tool, ctx, args, decision, approval_id=call.id, reason=call.reason,
-                expires_at=expires))
+            self.publish(
+                events.approval_requested(
+                    tool,
+                    ctx,
+                    args,
+                    decision,
+                    approval_id=call.id,
+                    reason=call.reason,
+                    expires_at=expires,
+                )
+            )
         else:
             self.publish(events.tool_deferred(tool, ctx, args, decision, pending_id=call.id))
         return call
@@ -169,6 +190,7 @@ class ApprovalService:
         if decision not in call.decisions:
             raise DecisionRefused(f"decision {decision!r} is not offered for {id}")
         update: dict[str, Any] = {"decided_by": by.id, "decision": decision, "channel": channel}
+        to: State
         if decision == "edit":
             update["override_args"] = await self._checked_edit(call, args)
         if decision in {"approve", "edit"}:
@@ -196,16 +218,18 @@ class ApprovalService:
         call = await self._get(id)
         if call.kind != "external":
             raise DecisionRefused(f"{id} is an approval, not an external call")
-        if error is not None:
-            result = ToolResult.error(error)
-            update = {"error": error, "retry_after": retry_after, "to": "failed"}
-        else:
-            result = _value_result(value)
-            update = {"to": "done"}
-        to = update.pop("to")
+        failed = error is not None
+        result = ToolResult.error(error) if error is not None else _value_result(value)
         done = await self.store.transition(
-            id, expect={"pending"}, to=to, result=result_to_wire(result), decided_by=by.id,
-            decision="error" if error is not None else "result", channel="worker", **update,
+            id,
+            expect={"pending"},
+            to="failed" if failed else "done",
+            result=result_to_wire(result),
+            decided_by=by.id,
+            decision="error" if failed else "result",
+            channel="worker",
+            error=error,
+            retry_after=retry_after if failed else None,
         )
         await self._resolved(done)
         return done
@@ -213,17 +237,26 @@ class ApprovalService:
     async def cancel(self, id: str, *, by: str, channel: str) -> PendingCall:
         """Withdraw a pending call (the client cancelled)."""
         call = await self.store.transition(
-            id, expect={"pending"}, to="cancelled", decided_by=by, decision="cancel",
-            channel=channel)
+            id,
+            expect={"pending"},
+            to="cancelled",
+            decided_by=by,
+            decision="cancel",
+            channel=channel,
+        )
         await self._resolved(call)
         return call
 
-    async def _checked_edit(self, call: PendingCall, args: Mapping[str, Any] | None) -> dict[str, Any]:
+    async def _checked_edit(
+        self, call: PendingCall, args: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
         if args is None:
             raise DecisionRefused("an edit needs new arguments")
         tool = (await self._catalogue()).get(call.tool)
         if tool is None or tool.pin != call.tool_pin:
-            raise DecisionRefused(f"tool {call.tool!r} changed or disappeared since the call was held")
+            raise DecisionRefused(
+                f"tool {call.tool!r} changed or disappeared since the call was held"
+            )
         try:
             self._validators.check(tool, args)
         except ArgumentsInvalid as exc:
@@ -231,15 +264,24 @@ class ApprovalService:
         again = self.policy.current.evaluate_call(tool, args, Principal(id=call.principal), None)
         if again.effect in {"deny", "hide"}:
             raise DecisionRefused(f"the policy refuses the edited arguments: {again.reason}")
-        return json.loads(json.dumps(dict(args)))
+        copied: dict[str, Any] = json.loads(json.dumps(dict(args)))
+        return copied
 
     async def _resolved(self, call: PendingCall) -> None:
         tool = (await self._catalogue()).get(call.tool)
         if tool is None:
             tool = ToolDef(name=call.tool, server=call.server, upstream_name=call.upstream_tool)
-        self.publish(events.approval_resolved(
-            tool, _origin(call), approval_id=call.id, decision=call.decision or call.state,
-            decided_by=call.decided_by or "", channel=call.channel or "", message=call.message))
+        self.publish(
+            events.approval_resolved(
+                tool,
+                _origin(call),
+                approval_id=call.id,
+                decision=call.decision or call.state,
+                decided_by=call.decided_by or "",
+                channel=call.channel or "",
+                message=call.message,
+            )
+        )
 
     async def _get(self, id: str) -> PendingCall:
         call = await self.store.get(id)
@@ -279,17 +321,16 @@ class ApprovalService:
         return call
 
     async def _cancel_quietly(self, call: PendingCall) -> None:
-        try:
+        with contextlib.suppress(PendingConflict, PendingNotFound):
             await self.cancel(call.id, by=call.principal, channel="client")
-        except (PendingConflict, PendingNotFound):
-            pass
 
     async def _execute(self, call: PendingCall, ctx: CallContext, hold: float) -> ToolResult:
         tool = (await self._catalogue()).get(call.tool)
         if tool is None or tool.pin != call.tool_pin:
             reason = f"tool {call.tool!r} changed or disappeared after approval; not executed"
             failed = await self.store.transition(
-                call.id, expect={"approved"}, to="failed", error=reason, delivered=True)
+                call.id, expect={"approved"}, to="failed", error=reason, delivered=True
+            )
             return ToolResult.error(reason, meta={"lockgate/pending": {"id": failed.id}})
         try:
             claimed = await self.store.transition(call.id, expect={"approved"}, to="executing")
@@ -300,27 +341,31 @@ class ApprovalService:
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await self.store.transition(
-                    claimed.id, expect={"executing"}, to="failed", error=repr(exc), delivered=True)
+                    claimed.id, expect={"executing"}, to="failed", error=repr(exc), delivered=True
+                )
             raise
         await self.store.transition(
-            claimed.id, expect={"executing"}, to="failed" if result.is_error else "done",
-            result=result_to_wire(result), delivered=True)
+            claimed.id,
+            expect={"executing"},
+            to="failed" if result.is_error else "done",
+            result=result_to_wire(result),
+            delivered=True,
+        )
         return result
 
     async def _outcome(self, call: PendingCall) -> ToolResult:
         meta = {"lockgate/pending": {"id": call.id, "state": call.state}}
         if call.state in {"denied", "done", "failed"} and not call.delivered:
-            try:
+            with contextlib.suppress(PendingConflict):
                 await self.store.deliver(call.id)
-            except PendingConflict:
-                pass
         if call.state == "denied":
             return ToolResult.error(call.message or "The call was denied.", meta=meta)
         if call.state in {"done", "failed"} and call.result is not None:
             return replace(result_from_wire(call.result), meta=meta)
         if call.state == "expired":
-            return ToolResult.error(f"Approval {call.id} expired without a decision; not executed.",
-                                    meta=meta)
+            return ToolResult.error(
+                f"Approval {call.id} expired without a decision; not executed.", meta=meta
+            )
         if call.state == "cancelled":
             return ToolResult.error(f"Call {call.id} was cancelled; not executed.", meta=meta)
         return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
@@ -332,4 +377,3 @@ def _value_result(value: Any) -> ToolResult:
     text = json.dumps(value)
     structured = value if isinstance(value, dict) else {"result": value}
     return replace(ToolResult.text(text), structured_content=structured)
-

@@ -241,7 +241,7 @@ class PendingStore(ABC):
     async def wait(
         self,
         id: str,
-        timeout: float,  # noqa: ASYNC109
+        timeout: float,
         *,
         while_in: Collection[State] = _UNDECIDED,
     ) -> PendingCall:

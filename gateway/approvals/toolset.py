@@ -30,7 +30,7 @@ __all__ = ["ApprovalRequiredToolset", "InputRequired"]
 MAX_SESSIONS = 10_000
 
 
-class InputRequired(Exception):  # noqa: N818 -- mirrors MCP's InputRequiredResult
+class InputRequired(Exception):
     """The modern-era caller must answer an approval question; the MCP face seals and asks."""
 
     def __init__(self, call: PendingCall, tool: ToolDef) -> None:
@@ -45,14 +45,17 @@ class _Visible:
     def __init__(self) -> None:
         self._cache: dict[tuple[str, frozenset[str], str], tuple[int, dict[str, ToolDef]]] = {}
 
-    def get(self, source: dict[str, ToolDef], principal: Principal, holder: PolicyHolder) -> dict[str, ToolDef]:
+    def get(
+        self, source: dict[str, ToolDef], principal: Principal, holder: PolicyHolder
+    ) -> dict[str, ToolDef]:
         engine = holder.current
         key = (principal.id, principal.roles, engine.version)
         cached = self._cache.get(key)
         if cached is not None and cached[0] == id(source):
             return cached[1]
         visible = {
-            name: tool for name, tool in source.items()
+            name: tool
+            for name, tool in source.items()
             if engine.evaluate_visibility(tool, principal).effect != "hide"
         }
         if len(self._cache) > 1024:
@@ -120,8 +123,14 @@ class ApprovalRequiredToolset(WrapperToolset):
                 return call
             try:
                 return await self.service.decide(
-                    call.id, answer.decision, by=ctx.principal, channel="elicitation",
-                    message=answer.message, args=answer.args, as_caller=True)
+                    call.id,
+                    answer.decision,
+                    by=ctx.principal,
+                    channel="elicitation",
+                    message=answer.message,
+                    args=answer.args,
+                    as_caller=True,
+                )
             except (DecisionRefused, PendingConflict):
                 return call  # the caller's answer did not stand: an approver decides instead
         if ctx.client.era == "modern" and ctx.client.elicitation:
@@ -130,6 +139,14 @@ class ApprovalRequiredToolset(WrapperToolset):
 
 
 def _decision_meta(decision: Decision) -> dict[str, Any]:
-    return json.loads(json.dumps({
-        "effect": decision.effect, "rule_id": decision.rule_id, "reason": decision.reason,
-        "policy_version": decision.policy_version}))
+    meta: dict[str, Any] = json.loads(
+        json.dumps(
+            {
+                "effect": decision.effect,
+                "rule_id": decision.rule_id,
+                "reason": decision.reason,
+                "policy_version": decision.policy_version,
+            }
+        )
+    )
+    return meta

@@ -15,9 +15,8 @@ import mcp_types as types
 import uvicorn
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver import Context
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -106,12 +105,14 @@ def build(name: str = "echo", era: str = "dual", extra_tools: int = 0) -> MCPSer
     for index in range(extra_tools):
         _add_realistic(server, index)
     if era != "dual":
-        server._lowlevel_server.middleware.insert(0, era_guard(era))  # noqa: SLF001
+        server._lowlevel_server.middleware.insert(0, era_guard(era))
     return server
 
 
 def _add_realistic(server: MCPServer, index: int) -> None:
-    def tool(query: str, limit: int = 10, tags: list[str] | None = None, exact: bool = False) -> str:
+    def tool(
+        query: str, limit: int = 10, tags: list[str] | None = None, exact: bool = False
+    ) -> str:
         return f"{query}:{limit}:{tags}:{exact}"
 
     server.add_tool(
@@ -122,7 +123,7 @@ def _add_realistic(server: MCPServer, index: int) -> None:
 
 
 async def _serve_stdio(server: MCPServer, era: str) -> None:
-    low: Server[Any] = server._lowlevel_server  # noqa: SLF001
+    low: Server[Any] = server._lowlevel_server
     options = low.create_initialization_options(NotificationOptions(tools_changed=True))
     async with stdio_server() as (read, write):
         if era == "legacy":
