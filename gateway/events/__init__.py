@@ -1,10 +1,13 @@
 """Tool events: typed CloudEvents, the in-process bus and its sinks (SSE, webhooks, audit log)."""
 
+from gateway.events.audit import AuditEntry, AuditLog, AuditSink, VerifyReport, verify
 from gateway.events.bus import BusStats, EventBus, Listener, Subscription, compile_patterns
 from gateway.events.model import CONTROL_TYPES, EVENT_TYPES, GAP, RESET, Event, EventType
 from gateway.events.redact import MASK, mask_credentials, redact
+from gateway.events.sse import bearer_authorizer, events_endpoint
 from gateway.events.toolset import DecisionLookup, EventsToolset
 from gateway.events.types import ALLOW, DecisionLike, SimpleDecision
+from gateway.events.webhooks import WebhookConfig, WebhookSink
 
 __all__ = [
     "ALLOW",
@@ -13,6 +16,9 @@ __all__ = [
     "GAP",
     "MASK",
     "RESET",
+    "AuditEntry",
+    "AuditLog",
+    "AuditSink",
     "BusStats",
     "DecisionLike",
     "DecisionLookup",
@@ -23,7 +29,13 @@ __all__ = [
     "Listener",
     "SimpleDecision",
     "Subscription",
+    "VerifyReport",
+    "WebhookConfig",
+    "WebhookSink",
+    "bearer_authorizer",
     "compile_patterns",
+    "events_endpoint",
     "mask_credentials",
     "redact",
+    "verify",
 ]
