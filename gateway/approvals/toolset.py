@@ -43,7 +43,8 @@ class _Visible:
     """The catalogue filtered by list-time policy, cached per principal and catalogue version."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, frozenset[str], str], tuple[int, dict[str, ToolDef]]] = {}
+        # The source catalogue is kept (not its id) so a new catalogue can never pass for it.
+        self._cache: dict[tuple[str, frozenset[str], str], tuple[object, dict[str, ToolDef]]] = {}
 
     def get(
         self, source: dict[str, ToolDef], principal: Principal, holder: PolicyHolder
@@ -51,7 +52,7 @@ class _Visible:
         engine = holder.current
         key = (principal.id, principal.roles, engine.version)
         cached = self._cache.get(key)
-        if cached is not None and cached[0] == id(source):
+        if cached is not None and cached[0] is source:
             return cached[1]
         visible = {
             name: tool
@@ -60,7 +61,7 @@ class _Visible:
         }
         if len(self._cache) > 1024:
             self._cache.clear()
-        self._cache[key] = (id(source), visible)
+        self._cache[key] = (source, visible)
         return visible
 
 
