@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from gateway import cli_approvals
+from gateway import cli_approvals, cli_events
 from gateway.errors import exit_code_for
 from gateway.gateway import Gateway
 from policies import cli as policy_cli
@@ -32,17 +32,14 @@ def _config_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from gateway.http_app import build_app
+    from gateway.serve import serve
 
     gateway = Gateway.from_config(args.config)
     listen = gateway.config.listen
     host = args.host or listen.host
     port = args.port if args.port is not None else listen.port
-    app = build_app(gateway)
     print(f"lockgate: serving MCP at http://{host}:{port}/mcp", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+    serve(gateway, host=host, port=port)
     return 0
 
 
@@ -124,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     call.set_defaults(func=_async(_run_call))
 
     cli_approvals.register(commands)
+    cli_events.register(commands)
     policy_cli.register(commands)
     return parser
 

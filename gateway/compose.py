@@ -16,9 +16,12 @@ from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import PendingStore
 from gateway.approvals.toolset import ApprovalRequiredToolset
 from gateway.config import GatewayConfig
+from gateway.events.audit import AuditLog
 from gateway.events.bus import EventBus
+from gateway.events.recorder import Recorder
 from gateway.events.toolset import EventsToolset
 from gateway.external import external_toolset
+from gateway.metrics import Metrics
 from gateway.upstreams import build_upstream
 from policies import PolicyEngine, PolicyHolder
 from toolsets.abstract import ToolsChangedHandler, Toolset
@@ -39,6 +42,9 @@ class Parts:
     """Everything a running gateway is made of."""
 
     bus: EventBus
+    recorder: Recorder
+    audit: AuditLog | None
+    metrics: Metrics
     policy: PolicyHolder
     store: PendingStore
     approvals: ApprovalService
@@ -53,6 +59,14 @@ def _policy(config: GatewayConfig) -> PolicyHolder:
     if not files:
         return PolicyHolder(PolicyEngine.empty(config.policies.default_effect))
     return PolicyHolder.load(files)
+
+
+def _audit(config: GatewayConfig) -> AuditLog | None:
+    if not config.events.audit.enabled:
+        return None
+    path = config.resolve(config.events.audit.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return AuditLog(path)
 
 
 def _store(config: GatewayConfig) -> PendingStore:
@@ -111,6 +125,8 @@ def compose(
     upstreams: dict[str, MCPServerToolset] = {}
     combined = CombinedToolset([*_children(config, on_changed, on_status, upstreams), *extra])
     bus = EventBus(config.id, ring_size=config.events.ring_size)
+    audit = _audit(config)
+    recorder = Recorder(bus, audit)
     policy = _policy(config)
     store = _store(config)
     validators = SchemaValidators()
@@ -124,13 +140,16 @@ def compose(
         policy,
         catalogue=catalogue,
         executor=events.call_tool,
-        publish=bus.publish,
+        record=recorder.record,
         validators=validators,
         progress_interval=config.approvals.progress_interval,
     )
     root = ValidatingToolset(ApprovalRequiredToolset(events, policy, approvals), validators)
     return Parts(
         bus=bus,
+        recorder=recorder,
+        audit=audit,
+        metrics=Metrics(),
         policy=policy,
         store=store,
         approvals=approvals,

@@ -10,11 +10,13 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gateway.auth import AuthConfig
+from gateway.events.webhooks import WebhookConfig
 from policies.yamlfile import load_model
 from toolsets.errors import ConfigError, ConfigIssue
 
 __all__ = [
     "ApprovalsConfig",
+    "AuditConfig",
     "EventsConfig",
     "ExternalToolConfig",
     "GatewayConfig",
@@ -113,10 +115,19 @@ class ExternalToolConfig(_Strict):
     output_schema: dict[str, Any] | None = None
 
 
+class AuditConfig(_Strict):
+    """The hash-chained audit log (SQLite)."""
+
+    enabled: bool = True
+    path: str = "var/audit.db"
+
+
 class EventsConfig(_Strict):
-    """The event bus."""
+    """The event bus and its sinks."""
 
     ring_size: int = Field(1024, ge=16, description="Events kept for Last-Event-ID replay.")
+    audit: AuditConfig = AuditConfig()
+    webhooks: list[WebhookConfig] = Field(default_factory=list)
 
 
 class GatewayConfig(_Strict):

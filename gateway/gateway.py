@@ -17,7 +17,10 @@ from gateway.approvals.store import PendingStore
 from gateway.compose import compose
 from gateway.config import GatewayConfig, load_config
 from gateway.events import types as event_types
+from gateway.events.audit import AuditSink
 from gateway.events.bus import EventBus
+from gateway.events.webhooks import WebhookSink
+from gateway.metrics import Metrics
 from policies import PolicyHolder
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
@@ -73,6 +76,11 @@ class Gateway:
     def store(self) -> PendingStore:
         """The durable pending-call store."""
         return self._parts.store
+
+    @property
+    def metrics(self) -> Metrics:
+        """Prometheus metrics of this gateway (its own registry)."""
+        return self._parts.metrics
 
     @property
     def policy(self) -> PolicyHolder:
@@ -165,6 +173,7 @@ class Gateway:
         if self._stack is not None:
             raise LockgateError("Gateway is already running")
         async with contextlib.AsyncExitStack() as stack:
+            await self._start_events(stack)
             await stack.enter_async_context(self._parts.store)
             report = await self._parts.store.recover()
             if report.interrupted or report.expired:
@@ -185,6 +194,17 @@ class Gateway:
                 tg.start_soon(self._parts.policy.watch)
             self._stack = stack.pop_all()
         return self
+
+    async def _start_events(self, stack: contextlib.AsyncExitStack) -> None:
+        parts = self._parts
+        stack.callback(parts.metrics.track(parts.bus))
+        if parts.audit is not None:
+            await stack.enter_async_context(parts.audit)
+            await stack.enter_async_context(AuditSink(parts.bus, parts.audit))
+        if self.config.events.webhooks:
+            sink = WebhookSink(parts.bus, self.config.events.webhooks, metrics=parts.metrics)
+            await stack.enter_async_context(sink)
+        stack.callback(parts.bus.close)
 
     async def __aexit__(
         self,

@@ -19,7 +19,9 @@ from gateway.config import ListenConfig
 from gateway.downstream import build_server
 from gateway.edge import AgentAuthMiddleware
 from gateway.gateway import Gateway
+from gateway.metrics import metrics_endpoint
 from gateway.origin_guard import HostOriginGuard
+from gateway.webpage import web_routes
 
 __all__ = ["build_app", "security_settings"]
 
@@ -60,8 +62,10 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint(gateway.metrics), methods=["GET"]),
         Route("/mcp", AgentAuthMiddleware(StreamableHTTPASGIApp(manager), authenticator)),
         *api_routes(gateway, authenticator),
+        *web_routes(),
     ]
     middleware = [Middleware(HostOriginGuard, settings=security)]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

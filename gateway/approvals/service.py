@@ -31,7 +31,7 @@ __all__ = [
     "DecisionRefused",
     "Executor",
     "NotAnApprover",
-    "Publisher",
+    "Recorder",
     "may_decide",
     "pending_result",
 ]
@@ -56,10 +56,13 @@ class Executor(Protocol):
     ) -> ToolResult: ...
 
 
-class Publisher(Protocol):
-    """Publishes an event; never blocks or raises."""
+class Recorder(Protocol):
+    """Puts an event on record (audit log, durably) and then publishes it.
 
-    def __call__(self, event: Event) -> object: ...
+    Raises when the record cannot be written: the caller fails closed.
+    """
+
+    async def __call__(self, event: Event) -> None: ...
 
 
 def pending_result(call: PendingCall) -> ToolResult:
@@ -102,7 +105,7 @@ class ApprovalService:
         *,
         catalogue: Catalogue,
         executor: Executor,
-        publish: Publisher,
+        record: Recorder,
         validators: SchemaValidators,
         progress_interval: float = 5.0,
     ) -> None:
@@ -110,7 +113,7 @@ class ApprovalService:
         self.policy = policy
         self._catalogue = catalogue
         self._executor = executor
-        self.publish = publish
+        self.record = record
         self._validators = validators
         self.progress_interval = progress_interval
         self.closing = False
@@ -146,7 +149,7 @@ class ApprovalService:
         call = await self.store.create(call)  # durable before anyone is told
         expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
         if kind == "approval":
-            self.publish(
+            await self.record(
                 events.approval_requested(
                     tool,
                     ctx,
@@ -158,7 +161,7 @@ class ApprovalService:
                 )
             )
         else:
-            self.publish(events.tool_deferred(tool, ctx, args, decision, pending_id=call.id))
+            await self.record(events.tool_deferred(tool, ctx, args, decision, pending_id=call.id))
         return call
 
     # -- deciding ------------------------------------------------------------------------------
@@ -271,7 +274,7 @@ class ApprovalService:
         tool = (await self._catalogue()).get(call.tool)
         if tool is None:
             tool = ToolDef(name=call.tool, server=call.server, upstream_name=call.upstream_tool)
-        self.publish(
+        await self.record(
             events.approval_resolved(
                 tool,
                 _origin(call),

@@ -100,7 +100,7 @@ class ApprovalRequiredToolset(WrapperToolset):
             raise ToolNotFoundError(name)
         if decision.effect == "deny":
             message = decision.message or f"Denied by policy: {decision.reason}"
-            self.service.publish(events.tool_denied(tool, ctx, args, decision, message))
+            await self.service.record(events.tool_denied(tool, ctx, args, decision, message))
             return ToolResult.error(message, meta={"lockgate/decision": _decision_meta(decision)})
         if decision.effect == "allow":
             result = await self.wrapped.call_tool(name, args, ctx)

@@ -1,0 +1,32 @@
+"""`Recorder`: events that must be on record before their decision takes effect.
+
+A deny, a hold for approval, a deferral and an approval decision are appended to the audit log
+(durably) before the caller or anyone else is told; only then is the event published. When the
+audit log cannot be written, `record` raises and the caller fails closed.
+"""
+
+from __future__ import annotations
+
+from gateway.events.audit import AuditLog
+from gateway.events.bus import EventBus
+from gateway.events.model import Event
+
+__all__ = ["Recorder"]
+
+
+class Recorder:
+    """Audit first (when an audit log is configured), then publish."""
+
+    def __init__(self, bus: EventBus, audit: AuditLog | None) -> None:
+        self.bus = bus
+        self.audit = audit
+
+    async def record(self, event: Event) -> None:
+        """Append ``event`` to the audit log, then publish it on the bus.
+
+        Raises:
+            Exception: whatever the audit log raised; nothing was published then.
+        """
+        if self.audit is not None:
+            await self.audit.append_event(event)
+        self.bus.publish(event)
