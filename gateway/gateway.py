@@ -192,8 +192,16 @@ class Gateway:
                 tg = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(tg.cancel_scope.cancel)
                 tg.start_soon(self._parts.policy.watch)
+                tg.start_soon(self._announce_reloads)
             self._stack = stack.pop_all()
         return self
+
+    async def _announce_reloads(self) -> None:
+        # A new policy can show or hide tools: clients re-list.
+        while True:
+            if not await self._parts.policy.wait_reload():
+                for listener in list(self._listeners):
+                    await listener("policy")
 
     async def _start_events(self, stack: contextlib.AsyncExitStack) -> None:
         parts = self._parts
