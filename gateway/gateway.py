@@ -32,6 +32,8 @@ from toolsets.tooldef import ToolDef
 __all__ = ["Gateway"]
 
 log = logging.getLogger("lockgate")
+SWEEP_INTERVAL = 5.0
+"""Seconds between sweeps that record overdue pending calls as expired."""
 
 
 class Gateway:
@@ -188,6 +190,9 @@ class Gateway:
                 for upstream in self.upstreams.values():
                     tg.start_soon(upstream.wait_ready)
             self._pins = await self._catalogue_pins()  # a collision fails startup here
+            sweeper = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(sweeper.cancel_scope.cancel)
+            sweeper.start_soon(self._sweep_expired)
             if self.config.policies.watch and self.config.policies.files:
                 tg = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(tg.cancel_scope.cancel)
@@ -195,6 +200,13 @@ class Gateway:
                 tg.start_soon(self._announce_reloads)
             self._stack = stack.pop_all()
         return self
+
+    async def _sweep_expired(self) -> None:
+        # Expiry is its own outcome: announce it (and keep the pending gauge honest).
+        while True:
+            for call in await self._parts.store.sweep_expired():
+                await self.approvals.announce(call)
+            await anyio.sleep(SWEEP_INTERVAL)
 
     async def _announce_reloads(self) -> None:
         # A new policy can show or hide tools: clients re-list.

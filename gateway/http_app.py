@@ -10,7 +10,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api import api_routes
@@ -49,6 +49,13 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         health = gateway.health()
         return JSONResponse(health, status_code=200)
 
+    render_metrics = metrics_endpoint(gateway.metrics)
+
+    async def metrics(request: Request) -> Response:
+        pending = await gateway.store.list(state="pending", limit=1_000_000)
+        gateway.metrics.set_pending_approvals(len(pending))
+        return await render_metrics(request)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
@@ -62,7 +69,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint(gateway.metrics), methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         Route("/mcp", AgentAuthMiddleware(StreamableHTTPASGIApp(manager), authenticator)),
         *api_routes(gateway, authenticator),
         *web_routes(),

@@ -270,6 +270,10 @@ class ApprovalService:
         copied: dict[str, Any] = json.loads(json.dumps(dict(args)))
         return copied
 
+    async def announce(self, call: PendingCall) -> None:
+        """Put a call's outcome (decision, expiry, cancellation) on record."""
+        await self._resolved(call)
+
     async def _resolved(self, call: PendingCall) -> None:
         tool = (await self._catalogue()).get(call.tool)
         if tool is None:
