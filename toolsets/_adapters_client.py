@@ -1,0 +1,254 @@
+"""The gateway as the agent adapters see it: list, call, decide, post results.
+
+Two backends implement `GatewayClient`: `InProcessGateway` (a running `gateway.Gateway` in this
+process) and `toolsets._adapters_remote.RemoteGateway` (MCP + REST over HTTP). The adapters in
+`toolsets.pydantic_ai` and `toolsets.openai` only speak this protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
+
+from mcp_types import TextContent
+
+from toolsets.context import ANONYMOUS, CallContext, Principal
+from toolsets.errors import ApprovalConflict, LockgateError
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+if TYPE_CHECKING:
+    from gateway.gateway import Gateway
+
+__all__ = [
+    "CannotDecide",
+    "DecisionRejected",
+    "GatewayClient",
+    "HeldCall",
+    "HostDecision",
+    "InProcessGateway",
+    "denial_of",
+    "held_of",
+    "result_text",
+]
+
+PENDING_META = "lockgate/pending"
+DECISION_META = "lockgate/decision"
+
+
+class CannotDecide(LockgateError):
+    """The host holds no credential that may decide this call; the gateway's approvers decide."""
+
+
+class DecisionRejected(LockgateError):
+    """The gateway refused the host's decision (not offered, invalid edit, unknown call)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostDecision:
+    """What a Python host decided about a held call.
+
+    Attributes:
+        kind: ``approve``, ``edit`` (run ``args`` instead), ``deny`` (``message`` for the model)
+            or ``respond`` (``message`` is the result; the tool never runs).
+        message: The deny message or the response text.
+        args: The edited arguments, for ``edit``.
+    """
+
+    kind: Literal["approve", "edit", "deny", "respond"]
+    message: str | None = None
+    args: Mapping[str, Any] | None = None
+
+    @classmethod
+    def approve(cls, args: Mapping[str, Any] | None = None) -> HostDecision:
+        """Approve, or (with ``args``) approve with edited arguments."""
+        return cls(kind="approve") if args is None else cls(kind="edit", args=dict(args))
+
+    @classmethod
+    def deny(cls, message: str = "The call was denied.") -> HostDecision:
+        """Deny; the model reads ``message``."""
+        return cls(kind="deny", message=message)
+
+    @classmethod
+    def respond(cls, text: str) -> HostDecision:
+        """Skip the tool; ``text`` is its result."""
+        return cls(kind="respond", message=text)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeldCall:
+    """A call the gateway answered "pending": waiting for an approver or an external worker.
+
+    Attributes:
+        id: The gateway's pending-call id (``ap_...``).
+        kind: ``approval`` or ``external``.
+        state: The record's state when the call was answered.
+        rule_id: The policy rule that held the call, when the host may read it.
+        reason: Why the call is held, when the host may read it.
+    """
+
+    id: str
+    kind: Literal["approval", "external"]
+    state: str = "pending"
+    rule_id: str | None = None
+    reason: str | None = None
+
+
+class GatewayClient(Protocol):
+    """A gateway reached by an adapter, acting for one principal."""
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    async def list_tools(self) -> dict[str, ToolDef]:
+        """The tools visible to the principal, by exposed name."""
+        ...
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+        """Call a tool through the gateway (raises `ToolNotFoundError` for unknown tools)."""
+        ...
+
+    async def describe(self, held: HeldCall) -> HeldCall:
+        """``held`` with its rule id and reason filled in, when the host may read them."""
+        ...
+
+    async def decide(self, id: str, decision: HostDecision) -> None:
+        """Decide a held approval.
+
+        Raises:
+            CannotDecide: no credential of the host may decide it.
+            DecisionRejected: the gateway refused the decision.
+        """
+        ...
+
+    async def post_result(self, id: str, *, value: Any = None, error: str | None = None) -> None:
+        """Post the result of an external (deferred) call.
+
+        Raises:
+            CannotDecide: the host holds no worker or approver credential.
+            DecisionRejected: the gateway refused the result.
+        """
+        ...
+
+
+def held_of(result: ToolResult) -> HeldCall | None:
+    """The held call a "pending" result names, or None for any other result."""
+    pending = (result.meta or {}).get(PENDING_META)
+    if not isinstance(pending, Mapping) or pending.get("kind") not in {"approval", "external"}:
+        return None
+    if pending.get("state") not in {"pending", "executing"}:
+        return None
+    return HeldCall(id=str(pending["id"]), kind=pending["kind"], state=str(pending["state"]))
+
+
+def denial_of(result: ToolResult) -> Mapping[str, Any] | None:
+    """The policy decision of a call the policy denied (effect, rule id, reason), or None."""
+    decision = (result.meta or {}).get(DECISION_META)
+    return decision if isinstance(decision, Mapping) else None
+
+
+def result_text(result: ToolResult) -> str:
+    """The result as text for a model: text blocks joined; otherwise structured content as JSON."""
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    if texts:
+        return "\n".join(texts)
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    others = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
+    return json.dumps(others, ensure_ascii=False) if others else ""
+
+
+@dataclass(slots=True, kw_only=True)
+class InProcessGateway:
+    """A running `gateway.Gateway` in this process, called as ``principal``.
+
+    The host owns the gateway's lifecycle (``async with Gateway.from_config(...)``). Decisions are
+    made as ``approver`` when given; otherwise as the caller, which the gateway accepts only for
+    rules whose approvers include ``caller``.
+
+    Attributes:
+        gateway: The running gateway.
+        principal: Who calls the tools (policies and approvals are bound to it).
+        approver: Who decides held calls for the host, if anyone.
+        session_id: The session the calls belong to (policy session state); one per client.
+        channel: Recorded as the decision's channel.
+    """
+
+    gateway: Gateway
+    principal: Principal = ANONYMOUS
+    approver: Principal | None = None
+    session_id: str = field(default_factory=lambda: f"inprocess-{uuid.uuid4().hex[:12]}")
+    channel: str = "host"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    def _ctx(self) -> CallContext:
+        return CallContext(principal=self.principal, session_id=self.session_id)
+
+    async def list_tools(self) -> dict[str, ToolDef]:
+        return dict(await self.gateway.tools(self._ctx()))
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+        return await self.gateway.call_tool(name, dict(args), self._ctx())
+
+    async def describe(self, held: HeldCall) -> HeldCall:
+        call = await self.gateway.store.get(held.id)
+        if call is None:
+            return held
+        return HeldCall(
+            id=held.id, kind=held.kind, state=call.state, rule_id=call.rule_id, reason=call.reason
+        )
+
+    async def decide(self, id: str, decision: HostDecision) -> None:
+        from gateway.approvals.errors import PendingNotFound
+        from gateway.approvals.service import DecisionRefused, NotAnApprover
+
+        who = self.approver or self.principal
+        try:
+            await self.gateway.approvals.decide(
+                id,
+                decision.kind,
+                by=who,
+                channel=self.channel,
+                message=decision.message,
+                args=decision.args,
+                as_caller=self.approver is None,
+            )
+        except NotAnApprover as exc:
+            raise CannotDecide(str(exc)) from None
+        except (DecisionRefused, PendingNotFound) as exc:
+            raise DecisionRejected(str(exc)) from None
+        except ApprovalConflict:
+            return  # decided elsewhere first (or expired): re-issuing the call reports that
+
+    async def post_result(self, id: str, *, value: Any = None, error: str | None = None) -> None:
+        from gateway.approvals.errors import PendingNotFound
+        from gateway.approvals.service import DecisionRefused
+
+        try:
+            await self.gateway.approvals.post_result(
+                id, by=self.approver or self.principal, value=value, error=error
+            )
+        except (DecisionRefused, PendingNotFound) as exc:
+            raise DecisionRejected(str(exc)) from None
+        except ApprovalConflict:
+            return

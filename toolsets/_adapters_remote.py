@@ -1,0 +1,194 @@
+"""`RemoteGateway`: a lockgate gateway over HTTP, MCP at ``/mcp`` and decisions over ``/api``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from toolsets._adapters_client import CannotDecide, DecisionRejected, HeldCall, HostDecision
+from toolsets.errors import ToolNotFoundError, UpstreamError
+from toolsets.mcp_convert import tool_result_from_mcp
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["RemoteGateway"]
+
+MAX_PAGES = 100
+
+
+def _tool_def(tool: types.Tool) -> ToolDef:
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    )
+    meta = tool.meta or {}
+    return ToolDef(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=annotations,
+        server=str(meta.get("lockgate/server", "")),
+    )
+
+
+class RemoteGateway:
+    """A gateway reached over HTTP, acting for the agent whose ``token`` it sends.
+
+    Use as an async context manager (re-entrant: nested entries share one MCP session). Tools are
+    listed and called over MCP (``{url}/mcp``, in ``mode`` ``auto`` or ``legacy``); decisions and
+    external results go to the REST API with ``approver_token`` (an agent token cannot decide).
+
+    Args:
+        url: The gateway's base URL (``http://127.0.0.1:8765``) or its ``/mcp`` URL.
+        token: The agent's bearer token, when the gateway requires one.
+        approver_token: An approver (or, for results only, worker) token, when the host decides.
+        mode: The MCP client mode: ``auto`` (2026-07-28 when offered) or ``legacy``.
+        timeout: Seconds for each MCP request and REST call (a held call lasts up to the rule's
+            ``hold``; keep this above it).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        approver_token: str | None = None,
+        mode: str = "auto",
+        timeout: float = 120.0,
+    ) -> None:
+        base = url.rstrip("/").removesuffix("/mcp")
+        self.mcp_url = f"{base}/mcp"
+        self.api_url = f"{base}/api"
+        self._token = token
+        self._approver_token = approver_token
+        self._mode = mode
+        self._timeout = timeout
+        self._entered = 0
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._client: Client | None = None
+        self._api: httpx2.AsyncClient | None = None
+
+    async def __aenter__(self) -> Self:
+        self._entered += 1
+        if self._entered > 1:
+            return self
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                headers = {"Authorization": f"Bearer {self._token}"} if self._token else None
+                timeout = httpx2.Timeout(30, read=self._timeout)
+                http = create_mcp_http_client(headers=headers, timeout=timeout)
+                await stack.enter_async_context(http)
+                target = streamable_http_client(self.mcp_url, http_client=http)
+                client = Client(target, mode=self._mode, read_timeout_seconds=self._timeout)
+                self._client = await stack.enter_async_context(client)
+                self._api = await stack.enter_async_context(httpx2.AsyncClient(timeout=timeout))
+                self._stack = stack.pop_all()
+        except BaseException:
+            self._entered -= 1
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._entered -= 1
+        if self._entered == 0 and self._stack is not None:
+            stack, self._stack, self._client, self._api = self._stack, None, None, None
+            await stack.aclose()
+
+    @property
+    def protocol_version(self) -> str:
+        """The MCP protocol version negotiated with the gateway."""
+        return self._mcp().protocol_version
+
+    def _mcp(self) -> Client:
+        if self._client is None:
+            raise UpstreamError("RemoteGateway is not open: use 'async with'")
+        return self._client
+
+    async def list_tools(self) -> dict[str, ToolDef]:
+        client, tools, cursor = self._mcp(), {}, None
+        for _ in range(MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.update({tool.name: _tool_def(tool) for tool in page.tools})
+            if (cursor := page.next_cursor) is None:
+                break
+        return tools
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+        try:
+            result = await self._mcp().call_tool(name, dict(args))
+        except MCPError as exc:
+            if exc.code == types.INVALID_PARAMS and "Unknown tool" in exc.error.message:
+                raise ToolNotFoundError(name) from None
+            raise
+        return tool_result_from_mcp(result)
+
+    async def describe(self, held: HeldCall) -> HeldCall:
+        if self._approver_token is None or self._api is None:
+            return held
+        response = await self._api.get(
+            f"{self.api_url}/approvals/{held.id}", headers=self._auth(self._approver_token)
+        )
+        if response.status_code != 200:
+            return held
+        body = response.json()
+        return HeldCall(
+            id=held.id,
+            kind=held.kind,
+            state=str(body.get("state", held.state)),
+            rule_id=body.get("rule_id"),
+            reason=body.get("reason"),
+        )
+
+    async def decide(self, id: str, decision: HostDecision) -> None:
+        body: dict[str, Any] = {"decision": decision.kind}
+        if decision.message is not None:
+            body["message"] = decision.message
+        if decision.args is not None:
+            body["args"] = dict(decision.args)
+        await self._post(f"approvals/{id}/decision", body)
+
+    async def post_result(self, id: str, *, value: Any = None, error: str | None = None) -> None:
+        body = {"error": error} if error is not None else {"value": value}
+        await self._post(f"calls/{id}/result", body)
+
+    @staticmethod
+    def _auth(token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}", "X-Lockgate-Channel": "host"}
+
+    async def _post(self, path: str, body: dict[str, Any]) -> None:
+        if self._approver_token is None:
+            raise CannotDecide("no approver token: the gateway's own approvers decide")
+        if self._api is None:
+            raise UpstreamError("RemoteGateway is not open: use 'async with'")
+        response = await self._api.post(
+            f"{self.api_url}/{path}", json=body, headers=self._auth(self._approver_token)
+        )
+        status = response.status_code
+        if status in {401, 403}:
+            raise CannotDecide(f"{path}: {status} {_detail(response)}")
+        if status == 409:
+            return  # decided elsewhere first (or expired): re-issuing the call reports that
+        if status >= 400:
+            raise DecisionRejected(f"{path}: {status} {_detail(response)}")
+
+
+def _detail(response: httpx2.Response) -> str:
+    try:
+        return str(response.json().get("detail", ""))
+    except ValueError:
+        return response.text[:200]
