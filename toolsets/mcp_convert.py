@@ -53,12 +53,19 @@ def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
 
 
 def tool_result_from_mcp(result: types.CallToolResult) -> ToolResult:
-    """Our `ToolResult` for an upstream result (content blocks are kept as they are)."""
+    """Our `ToolResult` for an upstream result (content blocks are kept as they are).
+
+    The upstream's ``serverInfo`` stamp describes that hop only; left in, the SDK would not
+    stamp the gateway's own identity on the downstream result.
+    """
+    meta = result.meta
+    if meta and types.SERVER_INFO_META_KEY in meta:
+        meta = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY} or None
     return ToolResult(
         content=tuple(result.content),
         structured_content=result.structured_content,
         is_error=bool(result.is_error),
-        meta=result.meta,
+        meta=meta,
     )
 
 

@@ -18,10 +18,15 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.runner import serve_loop
+from mcp.server.sse import SseServerTransport
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
 
 ECHO = types.ToolAnnotations(readOnlyHint=True, destructiveHint=False)
 
@@ -133,6 +138,33 @@ async def _serve_stdio(server: MCPServer, era: str) -> None:
             await low.run(read, write, options)
 
 
+def _sse_app(server: MCPServer, era: str) -> Starlette:
+    """``server.sse_app()``, except that a legacy-only server runs the handshake-only loop.
+
+    ``sse_app`` runs the dual-era loop, which latches onto 2026-07-28 at the client's
+    ``server/discover`` probe and then refuses ``initialize``: not a legacy-only server at all.
+    """
+    if era != "legacy":
+        return server.sse_app()
+    low: Server[Any] = server._lowlevel_server
+    options = low.create_initialization_options(NotificationOptions(tools_changed=True))
+    sse = SseServerTransport("/messages/")
+
+    async def handle_sse(request: Request) -> Response:
+        async with (
+            sse.connect_sse(request.scope, request.receive, request._send) as (read, write),
+            low.lifespan(low) as state,
+        ):
+            await serve_loop(low, read, write, lifespan_state=state, init_options=options)
+        return Response()
+
+    routes = [
+        Route("/sse", handle_sse, methods=["GET"]),
+        Mount("/messages/", sse.handle_post_message),
+    ]
+    return Starlette(routes=routes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=["dual", "legacy", "modern"], default="dual")
@@ -146,7 +178,8 @@ def main() -> None:
         app = server.streamable_http_app(host="127.0.0.1")
         uvicorn.run(app, host="127.0.0.1", port=args.http, log_level="warning")
     elif args.sse is not None:
-        uvicorn.run(server.sse_app(), host="127.0.0.1", port=args.sse, log_level="warning")
+        app = _sse_app(server, args.era)
+        uvicorn.run(app, host="127.0.0.1", port=args.sse, log_level="warning")
     else:
         anyio.run(_serve_stdio, server, args.era)
     sys.exit(0)

@@ -1,0 +1,62 @@
+"""The bundled example config runs out of the box: its files and tickets servers, on every face.
+
+The config and its servers are copied into a temporary directory first, so the servers' data
+(``../var`` relative to the config) lands there and not in the repository.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from gateway_faces import Face, text_of
+from mcp import Client
+
+from gateway.config import load_config
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+
+
+@pytest.fixture(scope="module")
+def gateway_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("example")
+    shutil.copytree(CONFIGS, root / "configs", ignore=shutil.ignore_patterns("__pycache__"))
+    return root / "configs" / "gateway.yaml"
+
+
+def test_the_example_config_is_valid_and_names_two_servers() -> None:
+    config = load_config(CONFIGS / "gateway.yaml")
+
+    assert [server.name for server in config.enabled_servers()] == ["files", "tickets"]
+
+
+async def test_it_lists_the_files_and_tickets_tools(client: Client) -> None:
+    listed = {tool.name for tool in (await client.list_tools()).tools}
+
+    assert {name.split("__")[0] for name in listed} == {"files", "tickets"}
+    assert {"files__read_file", "files__write_file", "files__list_directory"} <= listed
+    assert {"tickets__create_ticket", "tickets__list_tickets"} <= listed
+
+
+async def test_a_written_file_reads_back_and_stays_in_the_temporary_workspace(
+    client: Client, face: Face, gateway_config: Path
+) -> None:
+    name = f"notes-{face.transport}-{face.mode}.txt"
+    content = f"written through {face.transport} by a {face.mode} client\n"
+
+    written = await client.call_tool("files__write_file", {"path": name, "content": content})
+    read = await client.call_tool("files__read_file", {"path": name})
+
+    assert not written.is_error, text_of(written)
+    assert text_of(read) == content
+    workspace = gateway_config.parent.parent / "var" / "workspace"
+    assert (workspace / name).read_text(encoding="utf-8") == content
+    assert not (CONFIGS.parent / "var" / "workspace" / name).exists()
+
+
+async def test_a_path_outside_the_workspace_is_an_error_result(client: Client) -> None:
+    result = await client.call_tool("files__read_file", {"path": "../../etc/passwd"})
+
+    assert result.is_error
+    assert "outside the workspace" in text_of(result)
