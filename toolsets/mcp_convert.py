@@ -49,6 +49,7 @@ def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
         annotations=types.ToolAnnotations.model_validate(tool.annotations)
         if tool.annotations
         else None,
+        _meta={"lockgate/server": tool.server, "lockgate/pin": tool.pin},
     )
 
 

@@ -83,7 +83,11 @@ def _origin(call: PendingCall) -> CallContext:
 
 
 def may_decide(call: PendingCall, who: Principal, *, as_caller: bool) -> bool:
-    """Whether ``who`` may decide ``call`` (as its caller, or as a configured approver)."""
+    """Whether ``who`` may decide ``call`` (as its caller, or as a configured approver).
+
+    A rule naming only ``caller`` still lets any configured approver decide: that is the
+    fallback channel when the caller's client cannot be asked (no elicitation capability).
+    """
     if as_caller:
         return "caller" in call.approvers and who.id == call.principal
     named = [a for a in call.approvers if a != "caller"]
