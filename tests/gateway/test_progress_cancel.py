@@ -16,6 +16,8 @@ from gateway_faces import Face, open_face
 from mcp import Client
 from support import echo_upstream, write_config
 
+from gateway.gateway import Gateway
+
 UPSTREAMS = [
     pytest.param("old", id="legacy-only-upstream"),
     pytest.param("new", id="modern-only-upstream"),
@@ -68,4 +70,28 @@ async def test_cancelling_a_call_cancels_the_upstream_tool(client: Client, prefi
             tg.cancel_scope.cancel()
         cancelled = await client.call_tool(f"{prefix}__wait_cancelled", {"timeout": 10})
 
+    assert cancelled.structured_content == {"result": True}
+
+
+@pytest.fixture(scope="module")
+async def impatient(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """An in-process gateway whose upstreams time calls out after half a second."""
+    servers = [
+        echo_upstream("old", era="legacy", timeout=0.5),
+        echo_upstream("new", era="modern", timeout=0.5),
+    ]
+    async with Gateway.from_config(write_config(tmp_path_factory.mktemp("timeout"), servers)) as gw:
+        yield gw
+
+
+@pytest.mark.parametrize("prefix", UPSTREAMS)
+async def test_a_call_past_the_server_timeout_is_an_error_and_is_cancelled_upstream(
+    impatient: Gateway, prefix: str
+) -> None:
+    with anyio.fail_after(15):
+        result = await impatient.call_tool(f"{prefix}__slow", {"steps": 1000})
+        cancelled = await impatient.call_tool(f"{prefix}__wait_cancelled", {"timeout": 10})
+
+    assert result.is_error
+    assert "timed out after 0.5 s" in result.content[0].text  # type: ignore[union-attr]
     assert cancelled.structured_content == {"result": True}
