@@ -41,7 +41,7 @@ async def test_a_call_is_routed_to_the_upstream_its_prefix_names(
 
 
 @pytest.mark.parametrize(("prefix", "upstream_protocol"), UPSTREAMS)
-async def test_annotations_and_schemas_pass_through_unchanged(
+async def test_annotations_and_schemas_pass_through_unchanged_beside_the_gateway_meta(
     client: Client, prefix: str, upstream_protocol: str
 ) -> None:
     mode = "legacy" if upstream_protocol == LEGACY else "auto"
@@ -55,7 +55,13 @@ async def test_annotations_and_schemas_pass_through_unchanged(
 
     assert exposed.keys() == originals.keys()
     for name, original in originals.items():
-        assert exposed[name].model_dump(exclude={"name"}) == original.model_dump(exclude={"name"})
+        gateway_fields = {"name", "meta"}
+        assert exposed[name].model_dump(exclude=gateway_fields) == original.model_dump(
+            exclude=gateway_fields
+        )
+        assert exposed[name].meta is not None
+        assert exposed[name].meta["lockgate/server"] == prefix
+        assert len(exposed[name].meta["lockgate/pin"]) == 64
     assert exposed["echo"].annotations == types.ToolAnnotations(
         read_only_hint=True, destructive_hint=False
     )
