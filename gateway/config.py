@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gateway.auth import AuthConfig
 from gateway.events.webhooks import WebhookConfig
-from policies.yamlfile import load_model
+from policies.yamlfile import Located, load_yaml, parse_model
 from toolsets.errors import ConfigError, ConfigIssue
 
 __all__ = [
@@ -155,21 +155,20 @@ class GatewayConfig(_Strict):
         return [s for s in self.servers if s.enabled]
 
 
-def _check_unique(config: GatewayConfig, file: str) -> None:
+def _check_unique(config: GatewayConfig, located: Located) -> None:
     issues: list[ConfigIssue] = []
     seen: dict[str, int] = {}
     for index, server in enumerate(config.servers):
         prefix = server.exposed_prefix
         if prefix in seen:
             message = f"prefix {prefix!r} is already used by servers[{seen[prefix]}]"
-            issues.append(ConfigIssue(file, None, None, f"servers.{index}.name", message))
+            key = "prefix" if server.prefix else "name"
+            issues.append(located.issue(("servers", index, key), message))
         seen[prefix] = index
     loopback = config.listen.host in {"127.0.0.1", "::1", "localhost"}
     if not loopback and not config.auth.agents:
-        message = (
-            "binding beyond loopback requires auth.agents (every MCP client must authenticate)"
-        )
-        issues.append(ConfigIssue(file, None, None, "listen.host", message))
+        message = "binding beyond loopback requires auth.agents (every client must authenticate)"
+        issues.append(located.issue(("listen", "host"), message))
     if issues:
         raise ConfigError(issues)
 
@@ -180,9 +179,17 @@ def load_config(path: str | Path) -> GatewayConfig:
     Raises:
         ConfigError: with every problem, each naming file, line and key.
     """
-    config = load_model(path, GatewayConfig)
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            [ConfigIssue(file, None, None, "", f"cannot read: {exc.strerror}")]
+        ) from None
+    located = load_yaml(text, file)
+    config = parse_model(located, GatewayConfig)
     config = config.model_copy(update={"base_dir": Path(path).resolve().parent})
-    _check_unique(config, str(path))
+    _check_unique(config, located)
     return config
 
 

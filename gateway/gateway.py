@@ -24,7 +24,7 @@ from gateway.metrics import Metrics
 from policies import PolicyHolder
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
-from toolsets.errors import LockgateError, ToolCollisionError
+from toolsets.errors import LockgateError
 from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -149,11 +149,7 @@ class Gateway:
         return {name: tool.pin for name, tool in tools.items()}
 
     async def _tools_changed(self, source: str) -> None:
-        try:
-            pins = await self._catalogue_pins()
-        except ToolCollisionError as exc:
-            log.error("catalogue change from %s refused: %s", source, exc)
-            return
+        pins = await self._catalogue_pins()
         changed = event_types.tools_changed(self._pins, pins, server=source)
         self._pins = pins
         if changed is not None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from mcp import StdioServerParameters
+from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -27,8 +31,17 @@ def _target(config: GatewayConfig, server: ServerConfig) -> ClientTarget:
     assert server.url is not None  # checked by ServerConfig
     if server.transport == "sse":
         return sse_client(server.url, headers=dict(server.headers) or None)
-    http_client = create_mcp_http_client(headers=dict(server.headers) or None)
-    return streamable_http_client(server.url, http_client=http_client)
+    return _streamable_http(server.url, dict(server.headers))
+
+
+@contextlib.asynccontextmanager
+async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[TransportStreams]:
+    # The SDK does not close a client it is given: this connection owns (and closes) its own.
+    async with (
+        create_mcp_http_client(headers=headers or None) as http_client,
+        streamable_http_client(url, http_client=http_client) as streams,
+    ):
+        yield streams
 
 
 def build_upstream(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -14,6 +15,8 @@ from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
 __all__ = ["CombinedToolset"]
+
+log = logging.getLogger("lockgate.toolsets")
 
 
 class CombinedToolset(Toolset):
@@ -31,7 +34,14 @@ class CombinedToolset(Toolset):
         if len(sources) != len(self._sources) or any(
             a is not b for a, b in zip(sources, self._sources, strict=True)
         ):
-            self._merge(sources)
+            try:
+                self._merge(sources)
+            except ToolCollisionError as exc:
+                if not self._sources:
+                    raise  # at startup: refuse to start
+                # Later (a list_changed): keep serving the last good catalogue.
+                log.error("catalogue change refused, the last good catalogue stays: %s", exc)
+                self._sources = sources
         return self._tools
 
     def _merge(self, sources: tuple[dict[str, ToolDef], ...]) -> None:

@@ -65,4 +65,6 @@ class ConsumerTasks:
         stack, self._stack = self._stack, None
         if self._group is not None:
             self._group.cancel_scope.deadline = anyio.current_time() + self._drain_timeout
-        return None if stack is None else await stack.__aexit__(exc_type, exc, tb)
+        if stack is not None:
+            await stack.__aexit__(None, None, None)  # the body's error is not the group's
+        return None

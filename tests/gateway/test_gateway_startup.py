@@ -39,20 +39,11 @@ def gateway_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_config(tmp_path_factory.mktemp("startup"), servers)
 
 
-EXCEPTION_GROUP_BUG = pytest.mark.xfail(
-    reason="BUG: gateway/events/_tasks.py ConsumerTasks.__aexit__ passes the body's exception "
-    "into its task group, so a startup ToolCollisionError escapes wrapped in an ExceptionGroup "
-    "(the CLI then prints a traceback)",
-    strict=True,
-)
-
-
 def _shadow_echo() -> str:
     """A local tool that happens to be named like an upstream tool."""
     return "shadow"
 
 
-@EXCEPTION_GROUP_BUG
 async def test_a_local_tool_colliding_with_an_upstream_tool_fails_startup(tmp_path: Path) -> None:
     config = write_config(tmp_path, [echo_upstream("echo")])
     local = FunctionToolset([FunctionTool(_shadow_echo, name="echo__echo")], server="local")
@@ -66,7 +57,6 @@ async def test_a_local_tool_colliding_with_an_upstream_tool_fails_startup(tmp_pa
     )
 
 
-@EXCEPTION_GROUP_BUG
 def test_an_external_tool_colliding_with_an_upstream_tool_fails_the_cli(tmp_path: Path) -> None:
     external = [{"name": "echo__whoami", "description": "shadows the upstream"}]
     config = write_config(tmp_path, [echo_upstream("echo")], external_tools=external)
@@ -153,11 +143,6 @@ def refusals() -> Iterator[_Refusals]:
         logger.removeHandler(handler)
 
 
-@pytest.mark.xfail(
-    reason="BUG: after a refused catalogue change CombinedToolset re-merges and raises "
-    "ToolCollisionError on every get_tools, so listing (and new calls) fail for good",
-    strict=True,
-)
 async def test_a_tool_added_upstream_that_collides_is_refused_and_the_rest_keeps_working(
     tmp_path: Path, refusals: _Refusals
 ) -> None:
