@@ -77,7 +77,8 @@ class Subscription:
             self.dropped += 1
             return False
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # closed by `EventBus.close`: the subscriber is finishing, nothing to count
+            # Closed by `EventBus.close`: the subscriber is finishing, nothing to count.
+            return True
         return True
 
     def close(self) -> None:
