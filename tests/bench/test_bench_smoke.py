@@ -1,0 +1,60 @@
+"""The benchmark runs end to end in a tiny configuration and writes its table and JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from bench.profiling import read_stacks, summary
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_quick_bench_measures_direct_and_gateway_and_writes_results(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)]
+    command += ["--transports", "http", "stdio", "--eras", "legacy", "modern"]
+    command += ["--only", "http/legacy/echo seq*,stdio/modern/echo seq*"]
+    done = subprocess.run(
+        command, check=False, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+    rows = json.loads((tmp_path / "results.json").read_text())["rows"]
+    keys = {row["key"] for row in rows}
+    assert keys == {
+        "http/legacy/echo sequential",
+        "http/legacy/CPU per echo call",
+        "stdio/modern/echo sequential",
+        "stdio/modern/CPU per echo call",
+    }
+    sequential = next(r for r in rows if r["key"] == "http/legacy/echo sequential")
+    assert len(sequential["direct"]) == len(sequential["gateway"]) == 2
+    assert sequential["ratio"] > 0
+    assert sequential["target"] == {"op": "<=", "ratio": 1.2}
+    for row in rows:
+        if row["metric"] == "cpu":
+            assert row["cpu"]["gateway_us"] >= 0, row
+            assert row["cpu"]["gateway_upstream_us"] >= 0, row
+
+    markdown = (tmp_path / "RESULTS.md").read_text()
+    assert "| http | legacy | echo sequential |" in markdown
+    assert "mcp 2." in markdown
+
+
+def test_profile_summary_ranks_packages_and_leaves_out_waits(tmp_path: Path) -> None:
+    stacks = tmp_path / "stacks.txt"
+    stacks.write_text(
+        "main (gateway/cli.py);call_tool (gateway/downstream.py);dumps (json/__init__.py) 30\n"
+        "main (gateway/cli.py);select (selectors.py);EpollSelector.select (selectors.py) 50\n"
+        "main (gateway/cli.py);send (mcp/client/session.py) 10\n"
+    )
+    parsed = read_stacks(stacks)
+    assert sum(parsed.values()) == 40
+    text = summary(parsed)
+    by_package = text.split("Own time by frame")[0]
+    assert by_package.index("json") < by_package.index("mcp")
+    assert "75.0 30 json" in " ".join(by_package.split())
+    assert isinstance(parsed, Counter)
