@@ -56,6 +56,22 @@ def _states(value: str) -> list[State] | None:
     return states or None  # type: ignore[return-value]
 
 
+API_CHANNELS = frozenset({"api", "cli", "web"})
+"""What an approver's client may say it is; anything else is recorded as ``api``."""
+
+
+def _channel(request: Request) -> str:
+    claimed = request.headers.get("x-lockgate-channel", "api")
+    return claimed if claimed in API_CHANNELS else "api"
+
+
+def _limit(raw: str) -> int:
+    try:
+        return max(min(int(raw), 1000), 0)
+    except ValueError:
+        raise BadRequest(f"limit must be an integer, not {raw!r}") from None
+
+
 def _who(auth: Authenticator, request: Request, *roles: Role) -> Principal | None:
     return auth.authenticate(bearer_token(request.headers.get("authorization")), *roles)
 
@@ -95,7 +111,7 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
             kind=_kind(query.get("kind") or default),
             principal=query.get("principal") or None,
             tool=query.get("tool") or None,
-            limit=min(int(query.get("limit", "100")), 1000),
+            limit=_limit(query.get("limit", "100")),
         )
         return JSONResponse({"items": [c.to_json() for c in calls]})
 
@@ -111,7 +127,7 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
             request.path_params["id"],
             body.decision,
             by=who,
-            channel=request.headers.get("x-lockgate-channel", "api")[:20],
+            channel=_channel(request),
             message=body.message,
             args=body.args,
         )

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.approvals.memory import MemoryPendingStore
+from gateway.approvals.pending import PendingCall
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.sqlite import SQLitePendingStore
-from gateway.approvals.store import PendingStore
+from gateway.approvals.store import PendingListener, PendingStore
 from gateway.approvals.toolset import ApprovalRequiredToolset
 from gateway.config import GatewayConfig
 from gateway.events.audit import AuditLog
@@ -61,6 +62,16 @@ def _policy(config: GatewayConfig) -> PolicyHolder:
     return PolicyHolder.load(files)
 
 
+class _Expiries:
+    """Announces each expiry, whichever store operation found the call overdue and recorded it."""
+
+    service: ApprovalService | None = None
+
+    async def __call__(self, call: PendingCall) -> None:
+        if call.state == "expired" and self.service is not None:
+            await self.service.announce(call)
+
+
 def _audit(config: GatewayConfig) -> AuditLog | None:
     if not config.events.audit.enabled:
         return None
@@ -69,12 +80,12 @@ def _audit(config: GatewayConfig) -> AuditLog | None:
     return AuditLog(path)
 
 
-def _store(config: GatewayConfig) -> PendingStore:
+def _store(config: GatewayConfig, listener: PendingListener) -> PendingStore:
     if config.approvals.store == "memory":
-        return MemoryPendingStore()
+        return MemoryPendingStore(listener=listener)
     path = config.resolve(config.approvals.path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return SQLitePendingStore(path)
+    return SQLitePendingStore(path, listener=listener)
 
 
 def _sealer(config: GatewayConfig) -> RequestStateSealer:
@@ -128,7 +139,8 @@ def compose(
     audit = _audit(config)
     recorder = Recorder(bus, audit)
     policy = _policy(config)
-    store = _store(config)
+    expiries = _Expiries()
+    store = _store(config, expiries)
     validators = SchemaValidators()
     events = EventsToolset(combined, bus, decision_of=lambda name, ctx: ctx.decision)
 
@@ -144,6 +156,7 @@ def compose(
         validators=validators,
         progress_interval=config.approvals.progress_interval,
     )
+    expiries.service = approvals
     root = ValidatingToolset(ApprovalRequiredToolset(events, policy, approvals), validators)
     return Parts(
         bus=bus,

@@ -200,8 +200,7 @@ class Gateway:
     async def _sweep_expired(self) -> None:
         # Expiry is its own outcome: announce it (and keep the pending gauge honest).
         while True:
-            for call in await self._parts.store.sweep_expired():
-                await self.approvals.announce(call)
+            await self._parts.store.sweep_expired()  # the store's listener announces each
             await anyio.sleep(SWEEP_INTERVAL)
 
     async def _announce_reloads(self) -> None:

@@ -7,7 +7,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Final, Literal, TypedDict, Unpack, get_args
+from typing import Any, Final, Literal, NotRequired, TypedDict, Unpack, get_args
 
 from toolsets.canonical import canonical_json, sha256_hex
 
@@ -65,6 +65,7 @@ class CallBinding(TypedDict):
     policy_version: str
     rule_id: str | None
     reason: str
+    principal_roles: NotRequired[tuple[str, ...]]
 
 
 def _json_copy(value: Any) -> Any:
@@ -140,6 +141,7 @@ class PendingCall:
     error: str | None = None
     retry_after: float | None = None
     delivered: bool = False
+    principal_roles: tuple[str, ...] = ()
 
     @classmethod
     def new(
@@ -206,7 +208,11 @@ class PendingCall:
             ValueError: A key is missing or unknown, or ``state``/``kind`` is not a known value.
         """
         names = {f.name for f in fields(cls)}
-        required = {f.name for f in fields(cls) if f.name not in MUTABLE_FIELDS}
+        required = {
+            f.name
+            for f in fields(cls)
+            if f.name not in MUTABLE_FIELDS and f.name != "principal_roles"
+        }
         if unknown := set(data) - names:
             raise ValueError(f"Unknown pending-call keys: {sorted(unknown)}")
         if missing := required - set(data):
@@ -216,4 +222,5 @@ class PendingCall:
         values = dict(data)
         values["approvers"] = tuple(values["approvers"])
         values["decisions"] = tuple(values["decisions"])
+        values["principal_roles"] = tuple(values.get("principal_roles", ()))
         return cls(**values)

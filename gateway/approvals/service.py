@@ -121,6 +121,7 @@ class ApprovalService:
         self._validators = validators
         self.progress_interval = progress_interval
         self.closing = False
+        self._resolving: dict[str, anyio.Event] = {}
 
     # -- creating ------------------------------------------------------------------------------
 
@@ -149,6 +150,7 @@ class ApprovalService:
             policy_version=decision.policy_version,
             rule_id=decision.rule_id,
             reason=decision.reason,
+            principal_roles=tuple(sorted(ctx.principal.roles)),
         )
         call = await self.store.create(call)  # durable before anyone is told
         expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
@@ -208,8 +210,14 @@ class ApprovalService:
             text = message or ""
             to, update["message"] = "done", text
             update["result"] = result_to_wire(ToolResult.text(text))
-        decided = await self.store.transition(id, expect={"pending"}, to=to, **update)
-        await self._resolved(decided)
+        # A held caller wakes on the transition; it runs only once the decision is on record.
+        resolving = self._resolving.setdefault(id, anyio.Event())
+        try:
+            decided = await self.store.transition(id, expect={"pending"}, to=to, **update)
+            await self._resolved(decided)
+        finally:
+            resolving.set()
+            self._resolving.pop(id, None)
         return decided
 
     async def post_result(
@@ -268,7 +276,8 @@ class ApprovalService:
             self._validators.check(tool, args)
         except ArgumentsInvalid as exc:
             raise DecisionRefused(str(exc)) from None
-        again = self.policy.current.evaluate_call(tool, args, Principal(id=call.principal), None)
+        principal = Principal(id=call.principal, roles=frozenset(call.principal_roles))
+        again = self.policy.current.evaluate_call(tool, args, principal, None)
         if again.effect in {"deny", "hide"}:
             raise DecisionRefused(f"the policy refuses the edited arguments: {again.reason}")
         copied: dict[str, Any] = json.loads(json.dumps(dict(args)))
@@ -343,12 +352,17 @@ class ApprovalService:
                 call.id, expect={"approved"}, to="failed", error=reason, delivered=True
             )
             return ToolResult.error(reason, meta={"lockgate/pending": {"id": failed.id}})
+        resolving = self._resolving.get(call.id)
+        if resolving is not None:
+            await resolving.wait()
         try:
             claimed = await self.store.transition(call.id, expect={"approved"}, to="executing")
         except PendingConflict:  # another identical call claimed it first
             return await self.settle(await self._get(call.id), ctx, hold)
         try:
-            result = await self._executor(claimed.tool, claimed.effective_args, ctx)
+            # The run is the approved call's: its events carry that call's id.
+            run_ctx = replace(ctx, call_id=claimed.call_id)
+            result = await self._executor(claimed.tool, claimed.effective_args, run_ctx)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await self.store.transition(

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+import anyio
+
 from gateway.approvals.elicit import ask_caller
 from gateway.approvals.errors import PendingConflict
 from gateway.approvals.pending import PendingCall
@@ -113,9 +115,14 @@ class ApprovalRequiredToolset(WrapperToolset):
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, decision: Decision
     ) -> ToolResult:
         call = await self.service.request(tool, args, ctx, decision)
+        hold = decision.approval.hold
+        deadline = anyio.current_time() + hold
         if call.state == "pending" and call.kind == "approval" and "caller" in call.approvers:
-            call = await self._ask_caller(call, tool, ctx)
-        return await self.service.settle(call, ctx, decision.approval.hold)
+            # The hold bounds the wait for the caller's answer too.
+            with anyio.move_on_after(hold):
+                call = await self._ask_caller(call, tool, ctx)
+            hold = max(deadline - anyio.current_time(), 0.0)
+        return await self.service.settle(call, ctx, hold)
 
     async def _ask_caller(self, call: PendingCall, tool: ToolDef, ctx: CallContext) -> PendingCall:
         if ctx.elicit is not None:

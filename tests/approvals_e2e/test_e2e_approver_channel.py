@@ -489,12 +489,6 @@ async def test_a_decision_the_rule_does_not_offer_is_refused(rig: Rig) -> None:
     assert rig.executions(f"{value}-edited") == []
 
 
-@pytest.mark.xfail(
-    reason="BUG: an edit is re-evaluated for a principal without roles or claims "
-    "(ApprovalService._checked_edit builds Principal(id=call.principal)), so role-based deny "
-    "rules do not refuse edited arguments",
-    strict=True,
-)
 @both_eras
 async def test_an_edit_is_refused_when_the_policy_denies_it_for_the_calling_agents_role(
     rig: Rig, mode: str

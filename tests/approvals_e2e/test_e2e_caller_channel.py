@@ -182,12 +182,6 @@ async def test_the_caller_is_not_asked_when_the_rule_does_not_name_it(rig: Rig, 
     assert rig.executions(value) == []
 
 
-@pytest.mark.xfail(
-    reason="BUG: an edit is re-evaluated for a principal without roles or claims "
-    "(ApprovalService._checked_edit builds Principal(id=call.principal)), so a caller can "
-    "edit its own held call into arguments a role-based rule denies it",
-    strict=True,
-)
 @both_eras
 async def test_a_caller_cannot_edit_its_call_into_arguments_its_role_is_denied(
     rig: Rig, mode: str
@@ -207,12 +201,6 @@ async def test_a_caller_cannot_edit_its_call_into_arguments_its_role_is_denied(
     assert result.is_error  # the refused edit leaves the call to the approvers
 
 
-@pytest.mark.xfail(
-    reason="BUG: while a 2025-11-25 caller leaves the elicitation unanswered the call is held "
-    "without bound: approval.hold does not apply (ApprovalRequiredToolset._ask_caller awaits "
-    "the answer before ApprovalService.settle starts the hold)",
-    strict=True,
-)
 async def test_an_unanswered_elicitation_does_not_hold_the_call_past_its_hold(rig: Rig) -> None:
     value = marker("unanswered")
     release = anyio.Event()

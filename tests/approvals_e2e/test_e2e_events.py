@@ -214,11 +214,6 @@ async def test_a_cancelled_call_is_resolved_as_cancelled_by_the_client(rig: Rig,
     assert events[1][1]["channel"] == "client"
 
 
-@pytest.mark.xfail(
-    reason="BUG: tool.call/tool.result of an approved call run by a re-issued call carry the "
-    "re-issuing call's call_id and no approval id, so events cannot tie the run to its approval",
-    strict=True,
-)
 @both_eras
 async def test_the_run_of_a_reissued_approved_call_is_tied_to_its_approval(
     rig: Rig, mode: str
@@ -246,12 +241,6 @@ async def test_the_run_of_a_reissued_approved_call_is_tied_to_its_approval(
     ]
 
 
-@pytest.mark.xfail(
-    reason="BUG: an approval that expires while its caller holds it publishes no "
-    "tool.approval.resolved event: the holder's store.wait records 'expired', so the "
-    "sweeper (the only place that announces expiries) never sees it",
-    strict=True,
-)
 @both_eras
 async def test_an_expired_call_is_resolved_as_expired(rig: Rig, mode: str) -> None:
     value = marker("events-expire")
