@@ -104,6 +104,7 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
     store, service = gateway.store, gateway.approvals
 
     async def list_calls(request: Request, who: Principal) -> Response:
+        await store.sweep_expired()  # nothing overdue is offered as pending
         query = request.query_params
         default = "approval" if request.url.path.endswith("approvals") else None
         calls = await store.list(
@@ -116,6 +117,7 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         return JSONResponse({"items": [c.to_json() for c in calls]})
 
     async def get_call(request: Request, who: Principal) -> Response:
+        await store.sweep_expired()
         call = await store.get(request.path_params["id"])
         if call is None:
             return JSONResponse({"error": "not_found"}, status_code=404)
