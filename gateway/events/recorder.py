@@ -7,6 +7,8 @@ audit log cannot be written, `record` raises and the caller fails closed.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gateway.events.audit import AuditLog
 from gateway.events.bus import EventBus
 from gateway.events.model import Event
@@ -27,6 +29,9 @@ class Recorder:
         Raises:
             Exception: whatever the audit log raised; nothing was published then.
         """
+        if not event.source:
+            # Stamp it here, not in `publish`: the envelope on record is the one subscribers get.
+            event = replace(event, source=self.bus.source)
         if self.audit is not None:
             await self.audit.append_event(event)
         self.bus.publish(event)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["MASK", "SENSITIVE_KEYS", "mask_credentials", "redact"]
+__all__ = ["MASK", "SENSITIVE_KEYS", "mask_credentials", "mask_values", "redact", "values_at"]
 
 MASK: Final = "[REDACTED]"
 
@@ -118,3 +118,51 @@ def _child(key: Any, item: Any, paths: tuple[_Path, ...]) -> Any:
                 return MASK
             rest.append(path[1:])
     return _walk(item, tuple(rest))
+
+
+_SHORTEST_VALUE: Final = 4
+"""Redacted values shorter than this are not searched for elsewhere (too many false hits)."""
+
+
+def values_at(value: Any, paths: Iterable[str], *, root: str = "args") -> tuple[str, ...]:
+    """The strings `redact` would mask along ``paths`` (everything under a masked node).
+
+    Longest first, so `mask_values` replaces a value before any value it contains.
+    """
+    found: set[str] = set()
+    _collect(value, _compile(tuple(paths), root), found, masked=False)
+    return tuple(sorted((v for v in found if len(v) >= _SHORTEST_VALUE), key=len, reverse=True))
+
+
+def _collect(value: Any, paths: tuple[_Path, ...], found: set[str], *, masked: bool) -> None:
+    if isinstance(value, str):
+        if masked:
+            found.add(value)
+        return
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str, Any]] = ((str(k), v) for k, v in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((str(i), v) for i, v in enumerate(value))
+    else:
+        return
+    for key, item in items:
+        name = key.lower()
+        rest = [p[1:] for p in paths if p[0] in ("*", name)]
+        hit = masked or any(len(p) == 0 for p in rest)
+        _collect(item, tuple(p for p in rest if p), found, masked=hit)
+
+
+def mask_values(value: Any, secrets: Iterable[str]) -> Any:
+    """A copy of ``value`` with every occurrence of each of ``secrets`` in its strings masked."""
+    ordered = tuple(secrets)
+    if not ordered:
+        return value
+    if isinstance(value, str):
+        for secret in ordered:
+            value = value.replace(secret, MASK)
+        return value
+    if isinstance(value, Mapping):
+        return {key: mask_values(item, ordered) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_values(item, ordered) for item in value]
+    return value

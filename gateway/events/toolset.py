@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio
+
 from gateway.events.bus import EventBus
 from gateway.events.types import ALLOW, DecisionLike, tool_call, tool_result
 from toolsets.abstract import Toolset
@@ -50,12 +52,16 @@ class EventsToolset(WrapperToolset):
         started = time.perf_counter()
         try:
             result = await self.wrapped.call_tool(name, args, ctx)
-        except Exception as exc:
-            # Raised, not returned: still published as an error result so the pair is complete.
-            failed = ToolResult.error(f"{type(exc).__name__}: {exc}")
+        except BaseException as exc:
+            # Raised or cancelled, not returned: still published as an error result so the pair
+            # is complete (publishing is synchronous, so it happens even in a cancelled scope).
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                failed = ToolResult.error("The call was cancelled before it finished.")
+            else:
+                failed = ToolResult.error(f"{type(exc).__name__}: {exc}")
             elapsed = (time.perf_counter() - started) * 1000
-            self.bus.publish(tool_result(tool, ctx, failed, elapsed, decision))
+            self.bus.publish(tool_result(tool, ctx, failed, elapsed, decision, args=args))
             raise
         elapsed = (time.perf_counter() - started) * 1000
-        self.bus.publish(tool_result(tool, ctx, result, elapsed, decision))
+        self.bus.publish(tool_result(tool, ctx, result, elapsed, decision, args=args))
         return result

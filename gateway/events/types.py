@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 from gateway.events.model import GAP, RESET, Event
-from gateway.events.redact import redact
+from gateway.events.redact import mask_values, redact, values_at
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext
 from toolsets.result import ToolResult
@@ -94,10 +94,14 @@ def tool_call(
     return Event(type="tool.call", data=_with_args(tool, ctx, args, decision))
 
 
-def response_data(result: ToolResult) -> dict[str, Any]:
-    """A result in MCP wire form (``content`` blocks and ``structuredContent``), redacted."""
+def response_data(result: ToolResult, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A result in MCP wire form (``content`` blocks and ``structuredContent``), redacted.
+
+    ``secrets`` are values masked wherever they appear (the call's policy-redacted arguments).
+    """
     content = [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in result.content]
-    return redact({"content": content, "structuredContent": result.structured_content})  # type: ignore[no-any-return]
+    data = {"content": content, "structuredContent": result.structured_content}
+    return mask_values(redact(data), secrets)  # type: ignore[no-any-return]
 
 
 def tool_result(
@@ -106,10 +110,16 @@ def tool_result(
     result: ToolResult,
     duration_ms: float,
     decision: DecisionLike = ALLOW,
+    *,
+    args: Mapping[str, Any] | None = None,
 ) -> Event:
-    """``tool.result``: the call returned (``is_error`` results included)."""
+    """``tool.result``: the call returned (``is_error`` results included).
+
+    With the call's ``args``, values the decision redacts there are masked in the response too.
+    """
     data = _call(tool, ctx)
-    data["response"] = response_data(result)
+    secrets = values_at(args, decision.redact) if args and decision.redact else ()
+    data["response"] = response_data(result, secrets)
     data["is_error"] = result.is_error
     data["duration_ms"] = round(duration_ms, 3)
     data["decision"] = _decision(decision)

@@ -135,11 +135,6 @@ async def test_a_denied_call_publishes_tool_denied_and_no_tool_call(
     assert entries[0]["body"]["data"] == events[0]["data"]
 
 
-@pytest.mark.xfail(
-    reason="BUG: EventsToolset.call_tool catches only Exception, so a call the client cancels "
-    "publishes tool.call and never tool.result (no outcome in the audit log or the metrics)",
-    strict=True,
-)
 async def test_a_call_the_client_cancels_still_publishes_its_tool_result(rig: Served) -> None:
     started = anyio.Event()
 

@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as types
-import pytest
 from events_e2e_support import (
     DENIED_TOOL,
     SUBSCRIBER_TOKEN,
@@ -112,12 +111,6 @@ async def test_secrets_are_masked_on_the_bus_sse_webhook_and_audit_log(tmp_path:
     assert leaks(audit_bytes(config)) == []
 
 
-@pytest.mark.xfail(
-    reason="BUG: tool.result redacts the response only for credential-looking text, so a value "
-    "the policy's `redact` paths mask in the arguments is published in clear when the tool "
-    "repeats it in its answer (bus, SSE, webhooks and audit log all get it)",
-    strict=True,
-)
 async def test_a_value_the_policy_redacts_is_masked_where_the_tool_repeats_it(
     rig: Served,
 ) -> None:

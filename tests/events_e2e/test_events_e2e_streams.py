@@ -164,12 +164,6 @@ async def test_a_subscriber_that_never_reads_does_not_hold_calls_and_later_sees_
     assert sample(metrics, "lockgate_events_dropped_total", subscriber="e2e-stalled") == 36
 
 
-@pytest.mark.xfail(
-    reason="BUG: Recorder.record appends to the audit log before EventBus.publish stamps "
-    "`source`, so audited deny/ask/defer/decision envelopes have source '' (CloudEvents 1.0 "
-    "requires a non-empty source) and differ from what every subscriber received",
-    strict=True,
-)
 async def test_a_recorded_denial_is_audited_as_the_envelope_subscribers_received(
     rig: Served,
 ) -> None:
