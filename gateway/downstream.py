@@ -7,6 +7,7 @@ per-request exchanges) over streamable HTTP and stdio.
 from __future__ import annotations
 
 import logging
+import uuid
 import weakref
 from collections.abc import Mapping
 from dataclasses import replace
@@ -83,12 +84,14 @@ def _principal(ctx: Ctx, default: Principal) -> Principal:
     return default
 
 
-def _session_id(ctx: Ctx) -> str | None:
+def _session_id(ctx: Ctx, connection_id: str | None) -> str | None:
+    """The MCP session (legacy HTTP), else this connection's id (stdio); None for modern HTTP,
+    which has no sessions."""
     headers = getattr(ctx.request, "headers", None)
     if headers is not None:
         value = headers.get("mcp-session-id")
         return str(value) if value else None
-    return None
+    return connection_id
 
 
 def _client_info(ctx: Ctx, transport: str) -> ClientInfo:
@@ -121,6 +124,7 @@ class Downstream:
         self.gateway = gateway
         self.transport = transport
         self.principal = principal
+        self.connection_id = f"stdio-{uuid.uuid4().hex}" if transport == "stdio" else None
         self.bus = InMemorySubscriptionBus()
         self.catalogue = _Catalogue()
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -131,7 +135,7 @@ class Downstream:
         legacy_elicit = client.era == "legacy" and client.elicitation
         return CallContext(
             principal=_principal(ctx, self.principal),
-            session_id=_session_id(ctx),
+            session_id=_session_id(ctx, self.connection_id),
             client=client,
             progress=_progress(ctx),
             elicit=elicit_callback(ctx) if legacy_elicit else None,
