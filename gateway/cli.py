@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ from toolsets.mcp_convert import tool_result_to_mcp
 
 __all__ = ["main"]
 
+_HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
 DEFAULT_CONFIG = os.environ.get("LOCKGATE_CONFIG", "configs/gateway.yaml")
 log = logging.getLogger("lockgate")
 
@@ -87,7 +89,7 @@ async def _run_call(args: argparse.Namespace) -> int:
 
 def _async(run: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[..., int]:
     def command(args: argparse.Namespace) -> int:
-        return anyio.run(run, args)
+        return anyio.run(run, args, backend_options={"use_uvloop": _HAS_UVLOOP})
 
     return command
 

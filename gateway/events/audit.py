@@ -172,6 +172,14 @@ class AuditLog:
         async with self._lock:
             return await anyio.to_thread.run_sync(_append, self._conn, row)
 
+    async def append_events(self, events: Sequence[Event]) -> list[AuditEntry]:
+        """Append ``events`` in one transaction (one thread hop, one fsync), each once."""
+        if self._conn is None:
+            raise RuntimeError("AuditLog used outside its `async with` block")
+        rows = [_event_row(event) for event in events]
+        async with self._lock:
+            return await anyio.to_thread.run_sync(_append_rows, self._conn, rows)
+
     async def append_event(self, event: Event) -> AuditEntry:
         """Append ``event`` (its CloudEvent envelope as the body), once per event id."""
         data = event.data
@@ -201,29 +209,64 @@ def _open_writer(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _event_row(event: Event) -> dict[str, Any]:
+    data = event.data
+    header = {
+        "kind": event.type,
+        "call_id": data.get("call_id"),
+        "principal": data.get("principal"),
+    }
+    return header | {"tool": data.get("tool"), "event_id": event.id, "body": event.to_cloudevent()}
+
+
 def _append(conn: sqlite3.Connection, row: dict[str, Any]) -> AuditEntry:
+    return _append_rows(conn, [row])[0]
+
+
+def _logged(conn: sqlite3.Connection, event_id: str | None) -> AuditEntry | None:
+    if event_id is None:
+        return None
+    found = conn.execute(f"SELECT {_COLUMNS} FROM audit WHERE event_id = ?", (event_id,))
+    row = found.fetchone()
+    return None if row is None else _entry(row)
+
+
+def _append_rows(conn: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> list[AuditEntry]:
+    """Append ``rows`` in one transaction: one fsync however many there are."""
     conn.execute("BEGIN IMMEDIATE")
+    entries: list[AuditEntry] = []
     try:
-        if row["event_id"] is not None:
-            found = conn.execute(
-                f"SELECT {_COLUMNS} FROM audit WHERE event_id = ?", (row["event_id"],)
-            ).fetchone()
-            if found is not None:
-                conn.execute("ROLLBACK")
-                return _entry(found)
         head = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev_hash = (head[0] + 1, head[1]) if head else (1, GENESIS)
-        ts = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-        record: dict[str, Any] = {"seq": seq, "ts": ts} | row
-        entry = AuditEntry(**record, prev_hash=prev_hash, hash=chain_hash(prev_hash, record))
-        body = canonical_json(row["body"]).decode()
-        values = (*list(record.values())[:7], body, prev_hash, entry.hash)
-        conn.execute(f"INSERT INTO audit ({_COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
+        seq, prev_hash = (head[0], head[1]) if head else (0, GENESIS)
+        for row in rows:
+            if (existing := _logged(conn, row["event_id"])) is not None:
+                entries.append(existing)
+                continue
+            seq += 1
+            entry, body = _chained(seq, prev_hash, row)
+            values = (seq, entry.ts, *list(row.values())[:5], body, prev_hash, entry.hash)
+            conn.execute(f"INSERT INTO audit ({_COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
+            entries.append(entry)
+            prev_hash = entry.hash
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return entry
+    return entries
+
+
+def _chained(seq: int, prev_hash: str, row: dict[str, Any]) -> tuple[AuditEntry, str]:
+    """The entry for ``row`` and its body's canonical JSON, serialised once.
+
+    The hash is `chain_hash` of the record; since "body" sorts first among its keys, the
+    record's canonical JSON is the body's JSON spliced before the other fields'.
+    """
+    ts = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    record: dict[str, Any] = {"seq": seq, "ts": ts} | row
+    body = canonical_json(row["body"])
+    rest = canonical_json({k: v for k, v in record.items() if k != "body"})
+    digest = hashlib.sha256(prev_hash.encode() + b'{"body":' + body + b"," + rest[1:])
+    return AuditEntry(**record, prev_hash=prev_hash, hash=digest.hexdigest()), body.decode()
 
 
 def _entry(row: tuple[Any, ...]) -> AuditEntry:
@@ -309,6 +352,8 @@ def _check(row: tuple[Any, ...], expected: int, prev_hash: str) -> tuple[int, st
     return None
 
 
+MAX_BATCH: Final = 256
+"""Most events the audit sink writes in one transaction."""
 AUDITED: Final = (
     "tool.call",
     "tool.result",
@@ -359,7 +404,9 @@ class AuditSink:
 
     async def _consume(self, subscription: Subscription) -> None:
         async for event in subscription:
+            # Group commit: whatever queued up meanwhile goes in the same transaction.
+            batch = [event, *subscription.ready(MAX_BATCH - 1)]
             try:
-                await self._log.append_event(event)
+                await self._log.append_events(batch)
             except Exception:
-                logger.exception("audit entry for event %s (%s) not written", event.id, event.type)
+                logger.exception("audit entries for %d events not written", len(batch))

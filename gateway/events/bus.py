@@ -81,6 +81,16 @@ class Subscription:
             return True
         return True
 
+    def ready(self, limit: int) -> list[Event]:
+        """Up to ``limit`` events already buffered, without waiting."""
+        events: list[Event] = []
+        while len(events) < limit:
+            try:
+                events.append(self._receive.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+        return events
+
     def close(self) -> None:
         """End the iteration once buffered events are read."""
         self._send.close()

@@ -10,6 +10,8 @@ from typing import Any, Final
 __all__ = ["MASK", "SENSITIVE_KEYS", "mask_credentials", "mask_values", "redact", "values_at"]
 
 MASK: Final = "[REDACTED]"
+MEMO_MIN: Final = 1024
+"""Strings at least this long are masked once per `redact` call, however often they recur."""
 
 SENSITIVE_KEYS: Final = frozenset(
     {
@@ -82,7 +84,7 @@ def redact(value: Any, paths: Iterable[str] = (), *, root: str = "args") -> Any:
         The data with the addressed values, values under `SENSITIVE_KEYS` and credential-looking
         substrings masked.
     """
-    return _walk(value, _compile(tuple(paths), root))
+    return _walk(value, _compile(tuple(paths), root), {})
 
 
 @lru_cache(maxsize=256)
@@ -95,29 +97,34 @@ def _compile(paths: tuple[str, ...], root: str) -> tuple[_Path, ...]:
     )
 
 
-def _walk(value: Any, paths: tuple[_Path, ...]) -> Any:
+def _walk(value: Any, paths: tuple[_Path, ...], memo: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return mask_credentials(value)
+        if len(value) < MEMO_MIN:
+            return mask_credentials(value)
+        masked = memo.get(value)  # a result's text is often in content and structuredContent
+        if masked is None:
+            masked = memo[value] = mask_credentials(value)
+        return masked
     if isinstance(value, Mapping):
-        return {key: _child(key, item, paths) for key, item in value.items()}
+        return {key: _child(key, item, paths, memo) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_child(str(index), item, paths) for index, item in enumerate(value)]
+        return [_child(str(index), item, paths, memo) for index, item in enumerate(value)]
     return value
 
 
-def _child(key: Any, item: Any, paths: tuple[_Path, ...]) -> Any:
+def _child(key: Any, item: Any, paths: tuple[_Path, ...], memo: dict[str, str]) -> Any:
     name = str(key).lower()
     if name.replace("_", "").replace("-", "") in SENSITIVE_KEYS:
         return MASK
     if not paths:
-        return _walk(item, paths)
+        return _walk(item, paths, memo)
     rest: list[_Path] = []
     for path in paths:
         if path[0] in ("*", name):
             if len(path) == 1:
                 return MASK
             rest.append(path[1:])
-    return _walk(item, tuple(rest))
+    return _walk(item, tuple(rest), memo)
 
 
 _SHORTEST_VALUE: Final = 4
