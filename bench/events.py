@@ -18,7 +18,8 @@ from typing import Any
 import anyio
 
 from gateway.events import Event, EventBus, EventsToolset, Subscription
-from gateway.events.audit import AuditLog, AuditSink
+from gateway.events.audit import AuditLog
+from gateway.events.audit_sink import AuditSink
 from toolsets import CallContext, ExternalToolset, Principal, ToolDef, ToolResult
 from toolsets.abstract import Toolset
 

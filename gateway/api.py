@@ -99,15 +99,17 @@ def _guard(
     return endpoint
 
 
-def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
-    """Routes of the REST API, bound to ``gateway``."""
-    store, service = gateway.store, gateway.approvals
+class _Handlers:
+    """The REST handlers, bound to one gateway; each gets the authenticated principal."""
 
-    async def list_calls(request: Request, who: Principal) -> Response:
-        await store.sweep_expired()  # nothing overdue is offered as pending
+    def __init__(self, gateway: Gateway) -> None:
+        self.store, self.service = gateway.store, gateway.approvals
+
+    async def list_calls(self, request: Request, who: Principal) -> Response:
+        await self.store.sweep_expired()  # nothing overdue is offered as pending
         query = request.query_params
         default = "approval" if request.url.path.endswith("approvals") else None
-        calls = await store.list(
+        calls = await self.store.list(
             state=_states(query.get("state", "")),
             kind=_kind(query.get("kind") or default),
             principal=query.get("principal") or None,
@@ -116,16 +118,16 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         )
         return JSONResponse({"items": [c.to_json() for c in calls]})
 
-    async def get_call(request: Request, who: Principal) -> Response:
-        await store.sweep_expired()
-        call = await store.get(request.path_params["id"])
+    async def get_call(self, request: Request, who: Principal) -> Response:
+        await self.store.sweep_expired()
+        call = await self.store.get(request.path_params["id"])
         if call is None:
             return JSONResponse({"error": "not_found"}, status_code=404)
         return JSONResponse(call.to_json())
 
-    async def decide(request: Request, who: Principal) -> Response:
+    async def decide(self, request: Request, who: Principal) -> Response:
         body = DecisionBody.model_validate(await read_json(request))
-        call = await service.decide(
+        call = await self.service.decide(
             request.path_params["id"],
             body.decision,
             by=who,
@@ -135,9 +137,9 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         )
         return JSONResponse(call.to_json())
 
-    async def post_result(request: Request, who: Principal) -> Response:
+    async def post_result(self, request: Request, who: Principal) -> Response:
         body = ResultBody.model_validate(await read_json(request))
-        call = await service.post_result(
+        call = await self.service.post_result(
             request.path_params["id"],
             by=who,
             value=body.value,
@@ -146,17 +148,21 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         )
         return JSONResponse(call.to_json())
 
+
+def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
+    """Routes of the REST API, bound to ``gateway``."""
+    api = _Handlers(gateway)
     approver: tuple[Role, ...] = ("approver",)
     worker: tuple[Role, ...] = ("worker", "approver")
     events = events_endpoint(
         gateway.events, lambda r: _who(auth, r, "subscriber", "approver") is not None
     )
     return [
-        Route("/api/approvals", _guard(auth, approver, list_calls), methods=["GET"]),
-        Route("/api/approvals/{id}", _guard(auth, approver, get_call), methods=["GET"]),
-        Route("/api/approvals/{id}/decision", _guard(auth, approver, decide), methods=["POST"]),
-        Route("/api/calls", _guard(auth, worker, list_calls), methods=["GET"]),
-        Route("/api/calls/{id}", _guard(auth, worker, get_call), methods=["GET"]),
-        Route("/api/calls/{id}/result", _guard(auth, worker, post_result), methods=["POST"]),
+        Route("/api/approvals", _guard(auth, approver, api.list_calls), methods=["GET"]),
+        Route("/api/approvals/{id}", _guard(auth, approver, api.get_call), methods=["GET"]),
+        Route("/api/approvals/{id}/decision", _guard(auth, approver, api.decide), methods=["POST"]),
+        Route("/api/calls", _guard(auth, worker, api.list_calls), methods=["GET"]),
+        Route("/api/calls/{id}", _guard(auth, worker, api.get_call), methods=["GET"]),
+        Route("/api/calls/{id}/result", _guard(auth, worker, api.post_result), methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
     ]

@@ -17,7 +17,7 @@ from gateway.approvals.store import PendingStore
 from gateway.compose import compose
 from gateway.config import GatewayConfig, load_config
 from gateway.events import types as event_types
-from gateway.events.audit import AuditSink
+from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
 from gateway.metrics import Metrics

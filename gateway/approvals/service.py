@@ -198,18 +198,9 @@ class ApprovalService:
             raise NotAnApprover(f"{by.id!r} may not decide {id}")
         if decision not in call.decisions:
             raise DecisionRefused(f"decision {decision!r} is not offered for {id}")
-        update: dict[str, Any] = {"decided_by": by.id, "decision": decision, "channel": channel}
-        to: State
-        if decision == "edit":
-            update["override_args"] = await self._checked_edit(call, args)
-        if decision in {"approve", "edit"}:
-            to = "approved"
-        elif decision == "deny":
-            to, update["message"] = "denied", message or "The call was denied by an approver."
-        else:  # respond: the human's text is the result; the tool never runs
-            text = message or ""
-            to, update["message"] = "done", text
-            update["result"] = result_to_wire(ToolResult.text(text))
+        edited = await self._checked_edit(call, args) if decision == "edit" else None
+        to, update = _outcome_of(decision, message, edited)
+        update |= {"decided_by": by.id, "decision": decision, "channel": channel}
         # A held caller wakes on the transition; it runs only once the decision is on record.
         resolving = self._resolving.setdefault(id, anyio.Event())
         try:
@@ -394,6 +385,20 @@ class ApprovalService:
         if call.state == "cancelled":
             return ToolResult.error(f"Call {call.id} was cancelled; not executed.", meta=meta)
         return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
+
+
+def _outcome_of(
+    decision: str, message: str | None, edited: dict[str, Any] | None
+) -> tuple[State, dict[str, Any]]:
+    """The state a decision leads to, and what it records."""
+    if decision == "approve":
+        return "approved", {}
+    if decision == "edit":
+        return "approved", {"override_args": edited}
+    if decision == "deny":
+        return "denied", {"message": message or "The call was denied by an approver."}
+    text = message or ""  # respond: the human's text is the result; the tool never runs
+    return "done", {"message": text, "result": result_to_wire(ToolResult.text(text))}
 
 
 def _value_result(value: Any) -> ToolResult:

@@ -1,6 +1,7 @@
 """Tool events: typed CloudEvents, the in-process bus and its sinks (SSE, webhooks, audit log)."""
 
-from gateway.events.audit import AuditEntry, AuditLog, AuditSink, VerifyReport, verify
+from gateway.events.audit import AuditEntry, AuditLog, VerifyReport, verify
+from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import BusStats, EventBus, Listener, Subscription, compile_patterns
 from gateway.events.model import CONTROL_TYPES, EVENT_TYPES, GAP, RESET, Event, EventType
 from gateway.events.redact import MASK, mask_credentials, redact

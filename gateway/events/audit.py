@@ -22,17 +22,13 @@ from typing import Any, Final, Self
 import anyio
 import anyio.to_thread
 
-from gateway.events._tasks import ConsumerTasks
-from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import Event
 from toolsets.canonical import canonical_json
 
 __all__ = [
-    "AUDITED",
     "GENESIS",
     "AuditEntry",
     "AuditLog",
-    "AuditSink",
     "VerifyReport",
     "chain_hash",
     "read_tail",
@@ -172,13 +168,22 @@ class AuditLog:
         async with self._lock:
             return await anyio.to_thread.run_sync(_append, self._conn, row)
 
-    async def append_events(self, events: Sequence[Event]) -> list[AuditEntry]:
-        """Append ``events`` in one transaction (one thread hop, one fsync), each once."""
+    async def append_events(
+        self, events: Sequence[Event], *, durable: bool = True
+    ) -> list[AuditEntry]:
+        """Append ``events`` in one transaction (one thread hop), each once.
+
+        Args:
+            events: What to append.
+            durable: fsync before returning. Without it the batch survives a crash of the
+                process (WAL) and reaches the disk with the next durable write or checkpoint;
+                the background sink uses that for plain call events.
+        """
         if self._conn is None:
             raise RuntimeError("AuditLog used outside its `async with` block")
         rows = [_event_row(event) for event in events]
         async with self._lock:
-            return await anyio.to_thread.run_sync(_append_rows, self._conn, rows)
+            return await anyio.to_thread.run_sync(_append_rows, self._conn, rows, durable)
 
     async def append_event(self, event: Event) -> AuditEntry:
         """Append ``event`` (its CloudEvent envelope as the body), once per event id."""
@@ -231,8 +236,11 @@ def _logged(conn: sqlite3.Connection, event_id: str | None) -> AuditEntry | None
     return None if row is None else _entry(row)
 
 
-def _append_rows(conn: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> list[AuditEntry]:
-    """Append ``rows`` in one transaction: one fsync however many there are."""
+def _append_rows(
+    conn: sqlite3.Connection, rows: Sequence[dict[str, Any]], durable: bool = True
+) -> list[AuditEntry]:
+    """Append ``rows`` in one transaction: at most one fsync however many there are."""
+    conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
     conn.execute("BEGIN IMMEDIATE")
     entries: list[AuditEntry] = []
     try:
@@ -350,63 +358,3 @@ def _check(row: tuple[Any, ...], expected: int, prev_hash: str) -> tuple[int, st
     if chain_hash(prev_hash, entry.record()) != entry.hash:
         return seq, f"entry {seq} was changed (its hash does not match its content)"
     return None
-
-
-MAX_BATCH: Final = 256
-"""Most events the audit sink writes in one transaction."""
-AUDITED: Final = (
-    "tool.call",
-    "tool.result",
-    "tool.denied",
-    "tool.approval.*",
-    "tool.deferred",
-    "lockgate.gap",
-)
-"""What `AuditSink` logs by default (a gap entry shows where events were lost)."""
-
-
-class AuditSink:
-    """Appends bus events to an audit log in the background, for the ``async with`` block.
-
-    Decisions that must be on disk before they take effect (ask, deny, defer) are appended by
-    the gateway itself with `AuditLog.append_event` before publishing; this sink then skips them.
-
-    Args:
-        bus: Where events come from.
-        log: An open audit log.
-        patterns: Event types to log.
-        buffer: Events held while the disk is slower than the bus.
-    """
-
-    def __init__(
-        self,
-        bus: EventBus,
-        log: AuditLog,
-        *,
-        patterns: Sequence[str] = AUDITED,
-        buffer: int = 10_000,
-    ) -> None:
-        self._tasks = ConsumerTasks(bus)
-        self._log, self._patterns, self._buffer = log, patterns, buffer
-
-    async def __aenter__(self) -> Self:
-        await self._tasks.__aenter__()
-        await self._tasks.add(self._patterns, self._consume, name="audit", buffer=self._buffer)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._tasks.__aexit__(exc_type, exc, tb)
-
-    async def _consume(self, subscription: Subscription) -> None:
-        async for event in subscription:
-            # Group commit: whatever queued up meanwhile goes in the same transaction.
-            batch = [event, *subscription.ready(MAX_BATCH - 1)]
-            try:
-                await self._log.append_events(batch)
-            except Exception:
-                logger.exception("audit entries for %d events not written", len(batch))
