@@ -16,7 +16,7 @@ from gateway.approvals.service import ApprovalService
 from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import PendingListener, PendingStore
 from gateway.approvals.toolset import ApprovalRequiredToolset
-from gateway.config import GatewayConfig
+from gateway.config import GatewayConfig, ServerConfig, function_specs
 from gateway.events.audit import AuditLog
 from gateway.events.bus import EventBus
 from gateway.events.recorder import Recorder
@@ -29,7 +29,7 @@ from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
 from toolsets.errors import ConfigError, ConfigIssue
-from toolsets.function import FunctionToolset
+from toolsets.function import FunctionTool, FunctionToolset, import_function
 from toolsets.mcp_server import MCPServerToolset, StatusHandler
 from toolsets.prefixed import PrefixedToolset
 from toolsets.tooldef import ToolDef
@@ -100,6 +100,17 @@ def _sealer(config: GatewayConfig) -> RequestStateSealer:
         raise ConfigError([issue]) from None
 
 
+def _functions(config: GatewayConfig, server: ServerConfig) -> FunctionToolset:
+    """Local functions; timeouts: the function's own, then the server's, then call_timeout."""
+    tools = [
+        FunctionTool(import_function(spec.function), name=spec.name, timeout=spec.timeout)
+        for spec in function_specs(server)
+    ]
+    return FunctionToolset(
+        tools, server=server.name, timeout=server.timeout, default_timeout=config.call_timeout
+    )
+
+
 def _children(
     config: GatewayConfig,
     on_changed: ToolsChangedHandler,
@@ -109,12 +120,7 @@ def _children(
     children: list[Toolset] = []
     for server in config.enabled_servers():
         if server.transport == "python":
-            local: Toolset = FunctionToolset.from_import_paths(
-                server.functions,
-                server=server.name,
-                timeout=server.timeout,
-                default_timeout=config.call_timeout,
-            )
+            local: Toolset = _functions(config, server)
         else:
             local = upstreams[server.name] = build_upstream(
                 config, server, on_tools_changed=on_changed, on_status=on_status

@@ -13,12 +13,14 @@ from gateway.auth import AuthConfig
 from gateway.events.webhooks import WebhookConfig
 from policies.yamlfile import Located, load_yaml, parse_model
 from toolsets.errors import ConfigError, ConfigIssue
+from toolsets.function import ImportPathError, import_function
 
 __all__ = [
     "ApprovalsConfig",
     "AuditConfig",
     "EventsConfig",
     "ExternalToolConfig",
+    "FunctionConfig",
     "GatewayConfig",
     "ListenConfig",
     "PoliciesConfig",
@@ -47,6 +49,14 @@ class ListenConfig(_Strict):
     )
 
 
+class FunctionConfig(_Strict):
+    """A local Python function served as a tool (``transport: python``)."""
+
+    function: str = Field(description="Import path 'package.module:function'.")
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    timeout: float | None = Field(None, gt=0, description="Beats the server's and the default.")
+
+
 class ServerConfig(_Strict):
     """One upstream MCP server, or (``transport: python``) a set of local Python functions."""
 
@@ -60,8 +70,9 @@ class ServerConfig(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     prefix: ServerName | None = None
     enabled: bool = True
-    functions: list[str] = Field(
-        default_factory=list, description="python transport: functions as 'module:function'."
+    functions: list[str | FunctionConfig] = Field(
+        default_factory=list,
+        description="python transport: 'module:function' paths (or objects with a timeout).",
     )
     timeout: float | None = Field(
         None, gt=0, description="Seconds before a call times out (default: call_timeout)."
@@ -169,8 +180,30 @@ def _check_unique(config: GatewayConfig, located: Located) -> None:
     if not loopback and not config.auth.agents:
         message = "binding beyond loopback requires auth.agents (every client must authenticate)"
         issues.append(located.issue(("listen", "host"), message))
+    issues += _check_functions(config, located)
     if issues:
         raise ConfigError(issues)
+
+
+def function_specs(server: ServerConfig) -> list[FunctionConfig]:
+    """The server's functions, each as a `FunctionConfig`."""
+    return [
+        f if isinstance(f, FunctionConfig) else FunctionConfig(function=f) for f in server.functions
+    ]
+
+
+def _check_functions(config: GatewayConfig, located: Located) -> list[ConfigIssue]:
+    """Import every configured function now, so a bad path is reported with its line."""
+    issues: list[ConfigIssue] = []
+    if str(config.base_dir) not in sys.path:
+        sys.path.append(str(config.base_dir))  # modules next to the config file import
+    for i, server in enumerate(config.servers):
+        for j, spec in enumerate(function_specs(server)):
+            try:
+                import_function(spec.function)
+            except ImportPathError as exc:
+                issues.append(located.issue(("servers", i, "functions", j), str(exc)))
+    return issues
 
 
 def load_config(path: str | Path) -> GatewayConfig:
