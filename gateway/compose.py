@@ -18,6 +18,7 @@ from gateway.approvals.store import PendingListener, PendingStore
 from gateway.approvals.toolset import ApprovalRequiredToolset
 from gateway.config import GatewayConfig, ServerConfig, function_specs
 from gateway.events.audit import AuditLog
+from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import EventBus
 from gateway.events.recorder import Recorder
 from gateway.events.toolset import EventsToolset
@@ -45,6 +46,7 @@ class Parts:
     bus: EventBus
     recorder: Recorder
     audit: AuditLog | None
+    audit_sink: AuditSink | None
     metrics: Metrics
     policy: PolicyHolder
     store: PendingStore
@@ -143,7 +145,8 @@ def compose(
     combined = CombinedToolset([*_children(config, on_changed, on_status, upstreams), *extra])
     bus = EventBus(config.id, ring_size=config.events.ring_size)
     audit = _audit(config)
-    recorder = Recorder(bus, audit)
+    audit_sink = AuditSink(bus, audit) if audit is not None else None
+    recorder = Recorder(bus, audit_sink)
     policy = _policy(config)
     expiries = _Expiries()
     store = _store(config, expiries)
@@ -168,6 +171,7 @@ def compose(
         bus=bus,
         recorder=recorder,
         audit=audit,
+        audit_sink=audit_sink,
         metrics=Metrics(),
         policy=policy,
         store=store,

@@ -17,7 +17,6 @@ from gateway.approvals.store import PendingStore
 from gateway.compose import compose
 from gateway.config import GatewayConfig, load_config
 from gateway.events import types as event_types
-from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
 from gateway.metrics import Metrics
@@ -213,9 +212,9 @@ class Gateway:
     async def _start_events(self, stack: contextlib.AsyncExitStack) -> None:
         parts = self._parts
         stack.callback(parts.metrics.track(parts.bus))
-        if parts.audit is not None:
+        if parts.audit is not None and parts.audit_sink is not None:
             await stack.enter_async_context(parts.audit)
-            await stack.enter_async_context(AuditSink(parts.bus, parts.audit))
+            await stack.enter_async_context(parts.audit_sink)
         if self.config.events.webhooks:
             sink = WebhookSink(parts.bus, self.config.events.webhooks, metrics=parts.metrics)
             await stack.enter_async_context(sink)

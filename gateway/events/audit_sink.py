@@ -7,14 +7,19 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Final, Self
 
+import anyio
+
 from gateway.events._tasks import ConsumerTasks
 from gateway.events.audit import AuditLog
 from gateway.events.bus import EventBus, Subscription
+from gateway.events.model import Event
 
-__all__ = ["AUDITED", "MAX_BATCH", "AuditSink"]
+__all__ = ["AUDITED", "LINGER", "MAX_BATCH", "AuditSink"]
 
 logger = logging.getLogger("gateway.events.audit")
 
+LINGER: Final = 0.05
+"""Seconds the sink waits after an event for others to join its transaction."""
 MAX_BATCH: Final = 256
 """Most events the audit sink writes in one transaction."""
 AUDITED: Final = (
@@ -31,10 +36,14 @@ AUDITED: Final = (
 class AuditSink:
     """Appends bus events to an audit log in the background, for the ``async with`` block.
 
-    Decisions that must be on disk before they take effect (ask, deny, defer) are appended by
-    the gateway itself with `AuditLog.append_event` before publishing; this sink then skips them.
-    The sink writes without waiting for fsync (see `AuditLog.append_events`): plain call events
-    survive a crash of the process and reach the disk with the next decision or checkpoint.
+    Events are group-committed: after an event the sink waits `LINGER` for others to join its
+    transaction, and writes without waiting for fsync (see `AuditLog.append_events`); plain call
+    events survive a crash of the process and reach the disk with the next durable write.
+
+    Decisions that must be on disk before they take effect (ask, deny, defer, approvals) go
+    through `write_through`: everything the sink holds is written first, then the decision, in
+    one durable transaction, so the log keeps the order in which things happened. The sink skips
+    the decision when the bus delivers it later.
 
     Args:
         bus: Where events come from.
@@ -53,6 +62,9 @@ class AuditSink:
     ) -> None:
         self._tasks = ConsumerTasks(bus)
         self._log, self._patterns, self._buffer = log, patterns, buffer
+        self._subscription: Subscription | None = None
+        self._held: list[Event] = []
+        self._writing = anyio.Lock()
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -67,11 +79,32 @@ class AuditSink:
     ) -> bool | None:
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
+    async def write_through(self, event: Event) -> None:
+        """Write what the sink holds and then ``event``, durably, before returning.
+
+        Raises:
+            Exception: whatever the audit log raised (the caller fails closed).
+        """
+        await self._flush([event], durable=True)
+
     async def _consume(self, subscription: Subscription) -> None:
+        self._subscription = subscription
         async for event in subscription:
-            # Group commit: whatever queued up meanwhile goes in the same transaction.
-            batch = [event, *subscription.ready(MAX_BATCH - 1)]
+            self._held.append(event)
+            await anyio.sleep(LINGER)
             try:
-                await self._log.append_events(batch, durable=False)
+                await self._flush([], durable=False)
             except Exception:
-                logger.exception("audit entries for %d events not written", len(batch))
+                logger.exception("audit entries not written")
+
+    async def _flush(self, extra: list[Event], *, durable: bool) -> None:
+        async with self._writing:
+            queued = self._subscription.ready(MAX_BATCH) if self._subscription else []
+            held, self._held = [*self._held, *queued], []
+            if not (held or extra):
+                return
+            try:
+                await self._log.append_events([*held, *extra], durable=durable)
+            except BaseException:
+                self._held[:0] = held  # kept for the next attempt, in order
+                raise

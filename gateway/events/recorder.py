@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gateway.events.audit import AuditLog
+from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import EventBus
 from gateway.events.model import Event
 
@@ -19,12 +19,12 @@ __all__ = ["Recorder"]
 class Recorder:
     """Audit first (when an audit log is configured), then publish."""
 
-    def __init__(self, bus: EventBus, audit: AuditLog | None) -> None:
+    def __init__(self, bus: EventBus, audit: AuditSink | None) -> None:
         self.bus = bus
         self.audit = audit
 
     async def record(self, event: Event) -> None:
-        """Append ``event`` to the audit log, then publish it on the bus.
+        """Put ``event`` durably on the audit log, then publish it on the bus.
 
         Raises:
             Exception: whatever the audit log raised; nothing was published then.
@@ -33,5 +33,5 @@ class Recorder:
             # Stamp it here, not in `publish`: the envelope on record is the one subscribers get.
             event = replace(event, source=self.bus.source)
         if self.audit is not None:
-            await self.audit.append_event(event)
+            await self.audit.write_through(event)
         self.bus.publish(event)
