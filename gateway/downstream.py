@@ -141,6 +141,12 @@ class Downstream:
             elicit=elicit_callback(ctx) if legacy_elicit else None,
         )
 
+    async def remember_sessions(self, ctx: Ctx, call_next: Any) -> Any:
+        """Server middleware: a handshake-era session is known from its first request on
+        (``initialize`` included), so it hears every list_changed."""
+        self._remember(ctx)
+        return await call_next(ctx)
+
     def _remember(self, ctx: Ctx) -> None:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             connection = getattr(ctx.session, "_connection", None)
@@ -150,14 +156,12 @@ class Downstream:
     async def list_tools(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self._remember(ctx)
         catalogue = await self.gateway.tools(self.context(ctx))
         return types.ListToolsResult(tools=self.catalogue.tools(catalogue))
 
     async def call_tool(
         self, ctx: Ctx, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        self._remember(ctx)
         call_ctx = self.context(ctx)
         if params.request_state is not None and not await answer_input(
             self.gateway, params, call_ctx
@@ -187,7 +191,7 @@ def build_server(
 ) -> GatewayServer:
     """The downstream MCP server for ``gateway``."""
     downstream = Downstream(gateway, transport=transport, principal=principal)
-    return GatewayServer(
+    server = GatewayServer(
         "lockgate",
         version="0.1.0",
         instructions="Tools of several MCP servers, behind lockgate's policies and approvals.",
@@ -196,3 +200,5 @@ def build_server(
         on_subscriptions_listen=ListenHandler(downstream.bus),
         get_tool_input_schema=downstream.catalogue.input_schema,
     )
+    server.middleware.append(downstream.remember_sessions)
+    return server

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from gateway_faces import MODERN, Face, open_client, text_of
+from gateway_faces import MODERN, Face, open_client, serve_gateway, text_of
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 from support import echo_upstream, write_config
@@ -92,3 +92,19 @@ async def test_a_tool_added_upstream_is_announced_listed_and_callable(
     assert f"{prefix}__{added}" in listed
     assert not result.is_error
     assert text_of(result) == added
+
+
+async def test_a_legacy_session_that_never_listed_tools_still_hears_of_changes(
+    gateway_config: Path,
+) -> None:
+    quiet = Notifications()
+    async with serve_gateway(gateway_config) as url:
+        legacy = Face("http", "legacy")
+        async with (
+            open_client(legacy, config=gateway_config, url=url, message_handler=quiet),
+            open_client(Face("http", "auto"), config=gateway_config, url=url) as actor,
+        ):
+            await actor.call_tool("old__add_tool", {})
+            with anyio.fail_after(10):
+                await quiet.changed.wait()
+    assert quiet.changed.is_set()
