@@ -164,6 +164,7 @@ def compose(
         record=recorder.record,
         validators=validators,
         progress_interval=config.approvals.progress_interval,
+        max_pending=config.approvals.max_pending_per_principal,
     )
     expiries.service = approvals
     root = ValidatingToolset(ApprovalRequiredToolset(events, policy, approvals), validators)

@@ -115,6 +115,11 @@ class ApprovalsConfig(_Strict):
         None, description="env:NAME holding >= 32 bytes (hex) to seal request_state; else random."
     )
     progress_interval: float = Field(5.0, gt=0, description="Seconds between 'awaiting' progress.")
+    max_pending_per_principal: int = Field(
+        20,
+        ge=1,
+        description="Held calls one principal may have waiting at once (approval fatigue).",
+    )
 
 
 class ExternalToolConfig(_Strict):

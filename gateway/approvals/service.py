@@ -32,6 +32,7 @@ __all__ = [
     "Executor",
     "NotAnApprover",
     "Recorder",
+    "TooManyPending",
     "may_decide",
     "pending_result",
 ]
@@ -42,6 +43,10 @@ Catalogue = Callable[[], Awaitable[dict[str, ToolDef]]]
 
 class DecisionRefused(LockgateError):
     """A decision the rule does not offer, or an edit the schema or the policy refuses."""
+
+
+class TooManyPending(LockgateError):
+    """The caller already has as many calls waiting as it may."""
 
 
 class NotAnApprover(DecisionRefused):
@@ -112,6 +117,7 @@ class ApprovalService:
         record: Recorder,
         validators: SchemaValidators,
         progress_interval: float = 5.0,
+        max_pending: int = 20,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -120,6 +126,7 @@ class ApprovalService:
         self.record = record
         self._validators = validators
         self.progress_interval = progress_interval
+        self.max_pending = max_pending
         self.closing = False
         self._resolving: dict[str, anyio.Event] = {}
 
@@ -132,6 +139,14 @@ class ApprovalService:
         found = await self.store.find_reusable(ctx.principal.id, tool.name, sha256_hex(args))
         if found is not None:
             return found
+        waiting = await self.store.list(
+            state="pending", principal=ctx.principal.id, limit=self.max_pending
+        )
+        if len(waiting) >= self.max_pending:
+            raise TooManyPending(
+                f"{len(waiting)} of your calls are already waiting for a decision; "
+                "wait for those before making more calls that need approval."
+            )
         kind: Kind = "external" if decision.effect == "defer" else "approval"
         options = decision.approval
         call = PendingCall.new(

@@ -16,7 +16,7 @@ import anyio
 from gateway.approvals.elicit import ask_caller
 from gateway.approvals.errors import PendingConflict
 from gateway.approvals.pending import PendingCall
-from gateway.approvals.service import ApprovalService, DecisionRefused
+from gateway.approvals.service import ApprovalService, DecisionRefused, TooManyPending
 from gateway.events import types as events
 from gateway.external import EXTERNAL_SERVER
 from policies import Decision, PolicyHolder, SessionState
@@ -114,7 +114,11 @@ class ApprovalRequiredToolset(WrapperToolset):
     async def _held(
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, decision: Decision
     ) -> ToolResult:
-        call = await self.service.request(tool, args, ctx, decision)
+        try:
+            call = await self.service.request(tool, args, ctx, decision)
+        except TooManyPending as exc:
+            await self.service.record(events.tool_denied(tool, ctx, args, decision, str(exc)))
+            return ToolResult.error(str(exc), meta={"lockgate/decision": _decision_meta(decision)})
         hold = decision.approval.hold
         deadline = anyio.current_time() + hold
         if call.state == "pending" and call.kind == "approval" and "caller" in call.approvers:
