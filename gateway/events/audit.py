@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -260,7 +261,27 @@ def _append_rows(
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    if seq > (head[0] if head else 0):  # something was appended: move the anchor
+        _write_anchor(conn, seq, prev_hash, durable)
     return entries
+
+
+def anchor_path(path: str | Path) -> Path:
+    """Where the head of the chain is anchored: ``<log>.head`` beside the log."""
+    return Path(f"{path}.head")
+
+
+def _write_anchor(conn: sqlite3.Connection, seq: int, hash_: str, durable: bool) -> None:
+    """Record the chain's head outside the table, so deleting its last entries shows."""
+    database = conn.execute("PRAGMA database_list").fetchone()[2]
+    target = anchor_path(database)
+    scratch = target.with_suffix(".head.tmp")
+    with open(scratch, "w", encoding="utf-8") as out:
+        json.dump({"seq": seq, "hash": hash_}, out)
+        if durable:
+            out.flush()
+            os.fsync(out.fileno())
+    os.replace(scratch, target)
 
 
 def _chained(seq: int, prev_hash: str, row: dict[str, Any]) -> tuple[AuditEntry, str]:
@@ -340,9 +361,33 @@ def verify(path: str | Path) -> VerifyReport:
             if problem is not None:
                 return VerifyReport(False, count, problem[0], problem[1], prev_hash)
             expected, prev_hash = row[0] + 1, row[9]
-        return VerifyReport(True, count, head_hash=prev_hash)
     finally:
         conn.close()
+    problem = _against_anchor(path, expected - 1)
+    if problem is not None:
+        return VerifyReport(False, count, problem[0], problem[1], prev_hash)
+    return VerifyReport(True, count, head_hash=prev_hash)
+
+
+def _against_anchor(path: str | Path, last: int) -> tuple[int, str] | None:
+    """Compare the chain with its anchored head: the table may have lost its tail."""
+    try:
+        anchor = json.loads(anchor_path(path).read_text(encoding="utf-8"))
+        seq, hash_ = int(anchor["seq"]), str(anchor["hash"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        return last + 1, "the head anchor is unreadable"
+    if seq > last:
+        return last + 1, f"entries {last + 1} to {seq} are missing (the head anchor records {seq})"
+    conn = _open_reader(path)
+    try:
+        found = conn.execute("SELECT hash FROM audit WHERE seq = ?", (seq,)).fetchone()
+    finally:
+        conn.close()
+    if found is None or found[0] != hash_:
+        return seq, f"entry {seq} differs from the head anchor"
+    return None
 
 
 def _check(row: tuple[Any, ...], expected: int, prev_hash: str) -> tuple[int, str] | None:

@@ -14,7 +14,7 @@ import pytest
 
 from gateway.cli_events import main, register
 from gateway.events import EventBus
-from gateway.events.audit import GENESIS, AuditLog, read_tail, verify
+from gateway.events.audit import GENESIS, AuditLog, anchor_path, read_tail, verify
 from gateway.events.audit_sink import AuditSink
 from gateway.events.types import SimpleDecision, tool_call, tool_denied
 from toolsets import CallContext, Principal, ToolDef
@@ -87,6 +87,33 @@ async def test_a_deleted_row_with_renumbering_is_pinpointed(tmp_path: Path) -> N
     tamper(db, "DELETE FROM audit WHERE seq = 2")
     tamper(db, "UPDATE audit SET seq = seq - 1 WHERE seq > 2")
     assert verify(db).first_bad_seq == 2
+
+
+@pytest.mark.parametrize("dropped", [1, 2], ids=["last-entry", "last-two-entries"])
+async def test_entries_deleted_from_the_end_are_caught_by_the_head_anchor(
+    tmp_path: Path, dropped: int
+) -> None:
+    db = tmp_path / "audit.db"
+    await make_log(db)
+    assert json.loads(anchor_path(db).read_text())["seq"] == 5
+    tamper(db, "DELETE FROM audit WHERE seq > ?", 5 - dropped)
+    report = verify(db)
+    assert (report.ok, report.first_bad_seq) == (False, 6 - dropped)
+    assert "head anchor records 5" in (report.problem or "")
+
+
+async def test_a_rewritten_tail_does_not_match_the_head_anchor(tmp_path: Path) -> None:
+    db = tmp_path / "audit.db"
+    await make_log(db)
+    tamper(db, "DELETE FROM audit WHERE seq = 5")
+    anchored = json.loads(anchor_path(db).read_text())
+    anchor_path(db).write_text(json.dumps({"seq": 5, "hash": anchored["hash"]}))
+    async with AuditLog(db) as log:  # someone appends a different entry 5...
+        await log.append("tool.call", {"n": 99}, call_id="forged")
+    anchor_path(db).write_text(json.dumps(anchored))  # ...but the anchor kept the real head
+    report = verify(db)
+    assert (report.ok, report.first_bad_seq) == (False, 5)
+    assert "differs from the head anchor" in (report.problem or "")
 
 
 async def test_a_swapped_pair_is_pinpointed(tmp_path: Path) -> None:
