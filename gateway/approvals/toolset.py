@@ -102,8 +102,7 @@ class ApprovalRequiredToolset(WrapperToolset):
             raise ToolNotFoundError(name)
         if decision.effect == "deny":
             message = decision.message or f"Denied by policy: {decision.reason}"
-            await self.service.record(events.tool_denied(tool, ctx, args, decision, message))
-            return ToolResult.error(message, meta={"lockgate/decision": _decision_meta(decision)})
+            return await self._refuse(tool, args, ctx, message)
         if decision.effect == "allow":
             result = await self.wrapped.call_tool(name, args, ctx)
         else:
@@ -117,8 +116,7 @@ class ApprovalRequiredToolset(WrapperToolset):
         try:
             call = await self.service.request(tool, args, ctx, decision)
         except TooManyPending as exc:
-            await self.service.record(events.tool_denied(tool, ctx, args, decision, str(exc)))
-            return ToolResult.error(str(exc), meta={"lockgate/decision": _decision_meta(decision)})
+            return await self._refuse(tool, args, ctx, str(exc))
         hold = decision.approval.hold
         deadline = anyio.current_time() + hold
         if call.state == "pending" and call.kind == "approval" and "caller" in call.approvers:
@@ -128,21 +126,31 @@ class ApprovalRequiredToolset(WrapperToolset):
             hold = max(deadline - anyio.current_time(), 0.0)
         return await self.service.settle(call, ctx, hold)
 
+    async def _refuse(
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, message: str
+    ) -> ToolResult:
+        """A refusal the model reads, on record (audit, then ``tool.denied``) first."""
+        decision: Decision = ctx.decision
+        await self.service.record(events.tool_denied(tool, ctx, args, decision, message))
+        return ToolResult.error(message, meta={"lockgate/decision": _decision_meta(decision)})
+
     async def _ask_caller(self, call: PendingCall, tool: ToolDef, ctx: CallContext) -> PendingCall:
         if ctx.elicit is not None:
             answer = await ask_caller(ctx.elicit, call, tool)
             if answer is None:
                 return call
             try:
-                return await self.service.decide(
-                    call.id,
-                    answer.decision,
-                    by=ctx.principal,
-                    channel="elicitation",
-                    message=answer.message,
-                    args=answer.args,
-                    as_caller=True,
-                )
+                # Shielded: once the user answered, the decision is taken even if the hold ends.
+                with anyio.CancelScope(shield=True):
+                    return await self.service.decide(
+                        call.id,
+                        answer.decision,
+                        by=ctx.principal,
+                        channel="elicitation",
+                        message=answer.message,
+                        args=answer.args,
+                        as_caller=True,
+                    )
             except (DecisionRefused, PendingConflict):
                 return call  # the caller's answer did not stand: an approver decides instead
         if ctx.client.era == "modern" and ctx.client.elicitation:
