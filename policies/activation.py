@@ -40,6 +40,7 @@ def _tool_value(tool: ToolDef) -> dict[str, Any]:
         "server": tool.server,
         "upstream_name": tool.upstream_name,
         "annotations": dict(tool.annotations or {}),
+        "flags": list(tool.flags),
     }
 
 

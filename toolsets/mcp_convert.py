@@ -7,6 +7,7 @@ from typing import Any
 
 import mcp_types as types
 
+from toolsets.flags import tool_flags
 from toolsets.prefixed import SEPARATOR
 from toolsets.result import ToolResult
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
@@ -35,6 +36,7 @@ def tool_def_from_mcp(tool: types.Tool, *, server: str) -> ToolDef | None:
         annotations=annotations,
         server=server,
         upstream_name=tool.name,
+        flags=tool_flags(tool.description, tool.input_schema),
     )
 
 
@@ -49,7 +51,11 @@ def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
         annotations=types.ToolAnnotations.model_validate(tool.annotations)
         if tool.annotations
         else None,
-        _meta={"lockgate/server": tool.server, "lockgate/pin": tool.pin},
+        _meta={
+            "lockgate/server": tool.server,
+            "lockgate/pin": tool.pin,
+            "lockgate/flags": list(tool.flags),
+        },
     )
 
 

@@ -196,6 +196,13 @@ class MCPServerToolset(Toolset):
                 converted = tool_def_from_mcp(tool, server=self.name)
                 if converted is not None:
                     tools[converted.name] = converted
+                    if converted.flags and converted.name not in self._tools:
+                        log.warning(
+                            "server %s: tool %r is flagged: %s",
+                            self.name,
+                            converted.name,
+                            ", ".join(converted.flags),
+                        )
             cursor = page.next_cursor
             if cursor is None:
                 break

@@ -28,6 +28,8 @@ class ToolDef:
         title: Human-readable title, if declared.
         server: Name of the server (or local toolset) that owns the tool.
         upstream_name: The tool's name on its server.
+        flags: Warning flags on the definition (see `toolsets.flags`); derived from it, so the
+            pin covers them.
         pin: SHA-256 of the canonical JSON of the upstream definition; renaming keeps it.
     """
 
@@ -39,6 +41,7 @@ class ToolDef:
     title: str | None = None
     server: str = ""
     upstream_name: str = ""
+    flags: tuple[str, ...] = ()
     pin: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
