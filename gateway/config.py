@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gateway.auth import AuthConfig
 from gateway.events.webhooks import WebhookConfig
-from policies.yamlfile import Located, load_yaml, parse_model
+from policies.yamlfile import Located, parse_model, read_located
 from toolsets.errors import ConfigError, ConfigIssue
 from toolsets.function import ImportPathError, import_function
 
@@ -217,14 +217,7 @@ def load_config(path: str | Path) -> GatewayConfig:
     Raises:
         ConfigError: with every problem, each naming file, line and key.
     """
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            [ConfigIssue(file, None, None, "", f"cannot read: {exc.strerror}")]
-        ) from None
-    located = load_yaml(text, file)
+    located = read_located(path)
     config = parse_model(located, GatewayConfig)
     config = config.model_copy(update={"base_dir": Path(path).resolve().parent})
     _check_unique(config, located)

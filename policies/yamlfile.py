@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolsets.errors import ConfigError, ConfigIssue
 
-__all__ = ["Located", "load_model", "load_yaml", "load_yaml_with_issues", "parse_model"]
+__all__ = ["Located", "load_yaml", "load_yaml_with_issues", "parse_model", "read_located"]
 
 M = TypeVar("M", bound=BaseModel)
 Loc = tuple[int | str, ...]
@@ -105,8 +105,8 @@ def parse_model(located: Located, model: type[M], error_type: type[ConfigError] 
         raise error_type(issues) from None
 
 
-def load_model(path: str | Path, model: type[M], error_type: type[ConfigError] = ConfigError) -> M:
-    """Read, parse and validate a YAML file."""
+def read_located(path: str | Path, error_type: type[ConfigError] = ConfigError) -> Located:
+    """Read and parse a YAML file, with positions; an unreadable file is a located error."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -114,4 +114,4 @@ def load_model(path: str | Path, model: type[M], error_type: type[ConfigError] =
         raise error_type(
             [ConfigIssue(file, None, None, "", f"cannot read: {exc.strerror}")]
         ) from None
-    return parse_model(load_yaml(text, file), model, error_type)
+    return load_yaml(text, file)

@@ -6,7 +6,6 @@ engine and the pending-call store; ``toolsets`` stays free of gateway dependenci
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -159,14 +158,9 @@ class ApprovalRequiredToolset(WrapperToolset):
 
 
 def _decision_meta(decision: Decision) -> dict[str, Any]:
-    meta: dict[str, Any] = json.loads(
-        json.dumps(
-            {
-                "effect": decision.effect,
-                "rule_id": decision.rule_id,
-                "reason": decision.reason,
-                "policy_version": decision.policy_version,
-            }
-        )
-    )
-    return meta
+    return {
+        "effect": decision.effect,
+        "rule_id": decision.rule_id,
+        "reason": decision.reason,
+        "policy_version": decision.policy_version,
+    }

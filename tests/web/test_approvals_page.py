@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 from support import echo_upstream, serve_asgi, write_config
 
 from gateway import Gateway
@@ -69,6 +69,14 @@ async def _sign_in(page: Page, url: str) -> None:
     await page.click("#login button")
 
 
+async def _held_item(page: Page, url: str) -> Locator:
+    """Sign in on ``page`` and return the one held call once the page lists it."""
+    await _sign_in(page, url)
+    item = page.locator("li.call")
+    await expect(item).to_have_count(1, timeout=15_000)
+    return item
+
+
 async def test_an_approver_approves_a_held_call_from_the_page_and_it_runs(
     served: tuple[str, Gateway], browser: Browser
 ) -> None:
@@ -76,10 +84,7 @@ async def test_an_approver_approves_a_held_call_from_the_page_and_it_runs(
     results: list[Any] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(_held_call, gateway, "from the page", results)
-        page = await browser.new_page()
-        await _sign_in(page, url)
-        item = page.locator("li.call")
-        await expect(item).to_have_count(1, timeout=15_000)
+        item = await _held_item(await browser.new_page(), url)
         await expect(item.locator(".tool")).to_have_text("e__echo")
         await expect(item.locator(".principal")).to_have_text("agent:web-test")
         await expect(item.locator(".args")).to_contain_text('"text": "from the page"')
@@ -96,10 +101,7 @@ async def test_a_deny_from_the_page_reaches_the_model_as_the_approvers_message(
     results: list[Any] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(_held_call, gateway, "nope", results)
-        page = await browser.new_page()
-        await _sign_in(page, url)
-        item = page.locator("li.call")
-        await expect(item).to_have_count(1, timeout=15_000)
+        item = await _held_item(await browser.new_page(), url)
         await item.locator("input.message").fill("Not today, ask again tomorrow.")
         await item.locator("button.deny").click()
         await expect(item).to_have_count(0)
@@ -116,9 +118,7 @@ async def test_upstream_text_is_shown_escaped_with_invisible_characters_made_vis
         page = await browser.new_page()
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: dialogs.append(dialog.message))
-        await _sign_in(page, url)
-        item = page.locator("li.call")
-        await expect(item).to_have_count(1, timeout=15_000)
+        item = await _held_item(page, url)
         await expect(item.locator(".args")).to_contain_text("<img src=x onerror=alert(1)>")
         await expect(item.locator(".args")).to_contain_text("\\u202e")
         await expect(item.locator(".reason")).to_have_text("echo <b>needs</b> a human")
