@@ -54,6 +54,7 @@ class Parts:
     sealer: RequestStateSealer
     combined: CombinedToolset
     upstreams: dict[str, MCPServerToolset]
+    gate: ApprovalRequiredToolset
     root: Toolset
 
 
@@ -167,7 +168,8 @@ def compose(
         max_pending=config.approvals.max_pending_per_principal,
     )
     expiries.service = approvals
-    root = ValidatingToolset(ApprovalRequiredToolset(events, policy, approvals), validators)
+    gate = ApprovalRequiredToolset(events, policy, approvals)
+    root = ValidatingToolset(gate, validators)
     return Parts(
         bus=bus,
         recorder=recorder,
@@ -180,5 +182,6 @@ def compose(
         sealer=_sealer(config),
         combined=combined,
         upstreams=upstreams,
+        gate=gate,
         root=root,
     )

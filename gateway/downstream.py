@@ -25,6 +25,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from gateway.approvals.toolset import InputRequired
 from gateway.caller_approval import answer_input, elicit_callback, input_required_result
 from gateway.gateway import Gateway
+from gateway.legacy_sessions import LegacySessions
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.errors import ToolNotFoundError
 from toolsets.mcp_convert import tool_def_to_mcp, tool_result_to_mcp
@@ -40,7 +41,12 @@ Ctx = ServerRequestContext[Any]
 
 
 class GatewayServer(Server[Any]):
-    """A low-level `Server` that advertises ``tools.listChanged`` to handshake-era clients too."""
+    """A low-level `Server` that advertises ``tools.listChanged`` to handshake-era clients too.
+
+    ``downstream`` holds its handlers (the express lane calls the gateway through it).
+    """
+
+    downstream: Downstream
 
     def create_initialization_options(
         self,
@@ -128,6 +134,7 @@ class Downstream:
         self.bus = InMemorySubscriptionBus()
         self.catalogue = _Catalogue()
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.sessions = LegacySessions()
         gateway.on_tools_changed(self.tools_changed)
 
     def context(self, ctx: Ctx) -> CallContext:
@@ -152,6 +159,11 @@ class Downstream:
             connection = getattr(ctx.session, "_connection", None)
             if isinstance(connection, Connection):
                 self.connections.add(connection)
+            if self.transport == "http" and ctx.method != "initialize":
+                session_id = _session_id(ctx, None)
+                if session_id is not None:
+                    principal = _principal(ctx, self.principal)
+                    self.sessions.learn(session_id, principal.id, _client_info(ctx, self.transport))
 
     async def list_tools(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -201,4 +213,5 @@ def build_server(
         get_tool_input_schema=downstream.catalogue.input_schema,
     )
     server.middleware.append(downstream.remember_sessions)
+    server.downstream = downstream
     return server

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -16,7 +18,10 @@ __all__ = ["AgentAuthMiddleware"]
 class AgentAuthMiddleware:
     """Requires an agent token when agents are configured; open (anonymous) otherwise.
 
-    The token is consumed here: nothing downstream of the gateway ever sees it.
+    The token is consumed here: nothing downstream of the gateway ever sees it. The principal
+    is also handed to the SDK as ``scope["user"]`` (without the token), so a handshake-era
+    session answers only the agent that opened it: any other agent gets 404, as for an unknown
+    session.
     """
 
     def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
@@ -43,5 +48,7 @@ class AgentAuthMiddleware:
                 await response(scope, receive, send)
                 return
             principal = found
+            owner = AccessToken(token="", client_id=principal.id, scopes=sorted(principal.roles))
+            scope["user"] = AuthenticatedUser(owner)
         scope[PRINCIPAL_SCOPE_KEY] = principal
         await self.app(scope, receive, send)

@@ -125,6 +125,11 @@ class Gateway:
         """
         return await self.root.call_tool(name, args or {}, ctx or CallContext())
 
+    async def asks_caller(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> bool:
+        """Whether calling ``name`` now would ask the calling user to decide (see
+        `ApprovalRequiredToolset.asks_caller`)."""
+        return await self._parts.gate.asks_caller(name, args, ctx)
+
     def health(self) -> dict[str, Any]:
         """Per-upstream status, for ``/healthz``."""
         servers = {

@@ -18,6 +18,7 @@ from gateway.auth import Authenticator
 from gateway.config import ListenConfig
 from gateway.downstream import build_server
 from gateway.edge import AgentAuthMiddleware
+from gateway.express import ExpressLane
 from gateway.gateway import Gateway
 from gateway.metrics import metrics_endpoint
 from gateway.origin_guard import HostOriginGuard
@@ -41,9 +42,9 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     """The Starlette app serving ``gateway``; enters the gateway in its lifespan when asked to."""
     authenticator = Authenticator(gateway.config.auth)
     security = security_settings(gateway.config.listen)
-    manager = StreamableHTTPSessionManager(
-        app=build_server(gateway, transport="http"), security_settings=security
-    )
+    server = build_server(gateway, transport="http")
+    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    mcp_app = ExpressLane(StreamableHTTPASGIApp(manager), server, manager)
 
     async def healthz(request: Request) -> JSONResponse:
         health = gateway.health()
@@ -70,7 +71,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/mcp", AgentAuthMiddleware(StreamableHTTPASGIApp(manager), authenticator)),
+        Route("/mcp", AgentAuthMiddleware(mcp_app, authenticator)),
         *api_routes(gateway, authenticator),
         *web_routes(),
     ]

@@ -11,8 +11,8 @@ from typing import Any, Literal, Protocol, Self
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup
-from mcp import Client
+from anyio.abc import TaskGroup, TaskStatus
+from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -21,6 +21,7 @@ from toolsets.context import CallContext
 from toolsets.errors import ToolNotFoundError
 from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp
 from toolsets.result import ToolResult
+from toolsets.stdio_pipe import StdioPipe
 from toolsets.tooldef import ToolDef
 
 __all__ = ["ClientTarget", "MCPServerToolset", "StatusHandler", "UpstreamStatus"]
@@ -82,6 +83,7 @@ class MCPServerToolset(Toolset):
         self.detail = ""
         self.protocol_version: str | None = None
         self._client: Client | None = None
+        self._pipe: StdioPipe | None = None
         self._tools: dict[str, ToolDef] = {}
         self._lost = anyio.Event()
         self._first_outcome = anyio.Event()
@@ -107,14 +109,17 @@ class MCPServerToolset(Toolset):
         client = self._client
         if client is None:
             return ToolResult.error(f"Server {self.name!r} is unavailable ({self.status}).")
-        progress = ctx.progress
+        progress, pipe = ctx.progress, self._pipe
         with anyio.move_on_after(self.timeout) as scope:
             try:
-                result = await client.call_tool(
-                    tool.upstream_name,
-                    dict(args),
-                    progress_callback=progress,
-                )
+                if pipe is not None and progress is None:
+                    result = await _direct_call(pipe, tool.upstream_name, args)
+                else:
+                    result = await client.call_tool(
+                        tool.upstream_name,
+                        dict(args),
+                        progress_callback=progress,
+                    )
             except _LOST_ERRORS as exc:
                 self._lost.set()
                 return ToolResult.error(f"Server {self.name!r} connection lost: {exc!r}")
@@ -146,7 +151,7 @@ class MCPServerToolset(Toolset):
             # The body's exception is not the task group's: passed in, anyio would wrap it in an
             # ExceptionGroup and callers could no longer catch e.g. `ToolCollisionError`.
             await tg.__aexit__(None, None, None)
-        self._client = None
+        self._client, self._pipe = None, None
         self.status = "stopped"
         return None
 
@@ -158,7 +163,7 @@ class MCPServerToolset(Toolset):
             except Exception as exc:  # any failure of the upstream means: retry later
                 await self._set_status("down" if attempt == 0 else "reconnecting", _describe(exc))
             finally:
-                self._client = None
+                self._client, self._pipe = None, None
                 self._first_outcome.set()
             attempt = 0 if self._was_up else attempt + 1
             delay = min(self._max_backoff, 0.25 * math.pow(2, min(attempt, 10)))
@@ -170,19 +175,23 @@ class MCPServerToolset(Toolset):
         with anyio.CancelScope() as connecting:
             connecting.deadline = anyio.current_time() + self.connect_timeout
             target = self._target()
-            async with Client(target, mode=self.mode, message_handler=self._on_message) as client:
+            pipe = StdioPipe(target) if isinstance(target, StdioServerParameters) else None
+            transport = pipe.transport() if pipe is not None else target
+            async with Client(
+                transport, mode=self.mode, message_handler=self._on_message
+            ) as client:
                 self.protocol_version = client.protocol_version
-                await self._refresh(client)
-                connecting.deadline = math.inf
-                self._client, self._was_up = client, True
-                await self._set_status("up", f"protocol {client.protocol_version}")
-                self._first_outcome.set()
                 async with anyio.create_task_group() as tg:
-                    if _listens(client):
-                        tg.start_soon(self._listen, client)
+                    if _listens(client):  # subscribed before listing: no change falls between
+                        await tg.start(self._listen, client)
+                    await self._refresh(client)
+                    connecting.deadline = math.inf
+                    self._client, self._pipe, self._was_up = client, pipe, True
+                    await self._set_status("up", f"protocol {client.protocol_version}")
+                    self._first_outcome.set()
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
-                self._client = None
+                self._client, self._pipe = None, None
         if connecting.cancelled_caught:
             raise TimeoutError(f"no connection within {self.connect_timeout:g} s")
         raise ConnectionError("connection lost")
@@ -225,17 +234,35 @@ class MCPServerToolset(Toolset):
         elif isinstance(message, Exception):
             log.debug("upstream %s sent an error: %r", self.name, message)
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(
+        self, client: Client, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Follow list_changed; started once the server acknowledged the subscription."""
+        started = False
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                started = True
                 async for _event in subscription:
                     await self._changed(client)
         except Exception as exc:  # the listen stream is best effort; calls still work
             log.warning("upstream %s: subscriptions/listen ended: %s", self.name, _describe(exc))
+        if not started:
+            task_status.started()
 
     async def _set_status(self, status: UpstreamStatus, detail: str) -> None:
         self.status, self.detail = status, detail
         await self._on_status(self.name, status, detail)
+
+
+async def _direct_call(pipe: StdioPipe, name: str, args: Mapping[str, Any]) -> types.CallToolResult:
+    """``tools/call`` straight down a stdio pipe (no progress wanted, so no session needed)."""
+    raw = await pipe.request("tools/call", {"name": name, "arguments": dict(args)})
+    if raw.get("resultType") == "input_required":
+        # The gateway does not relay an upstream's questions (as with elicitation requests).
+        message = f"Server asked for input on {name!r}; lockgate does not relay upstream questions."
+        return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+    return types.CallToolResult.model_validate(raw)
 
 
 def _listens(client: Client) -> bool:

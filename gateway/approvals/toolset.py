@@ -88,6 +88,18 @@ class ApprovalRequiredToolset(WrapperToolset):
             state = self._sessions[key] = SessionState(ctx.session_id or key)
         return state
 
+    async def asks_caller(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> bool:
+        """Whether calling ``name`` now would ask the calling user (elicitation) to decide.
+
+        A pure look-ahead (the session's counters are read, not advanced): transports that
+        have no back-channel for a request can tell in advance that they need one.
+        """
+        tool = (await self.wrapped.get_tools(ctx)).get(name)
+        if tool is None:
+            return False
+        decision = self.policy.current.evaluate_call(tool, args, ctx.principal, self._session(ctx))
+        return decision.effect == "ask" and "caller" in decision.approval.approvers
+
     async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
         tool = (await self.wrapped.get_tools(ctx)).get(name)
         if tool is None:
