@@ -15,6 +15,7 @@ The answers are the same either way; ``tests/gateway/test_express.py`` compares 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ import anyio
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
+    X_MCP_HEADER_KEY,
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
@@ -51,6 +53,9 @@ MAX_BODY = 4 * 1024 * 1024
 """Bodies above this go to the SDK app, which refuses them (its own limit is the same)."""
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _SSE = (b"content-type", b"text/event-stream")
+_PARAM = "mcp-param-"
+_HEADER_KEYWORD = f'"{X_MCP_HEADER_KEY}"'
+"""The schema keyword that makes an argument travel in an ``Mcp-Param-*`` header too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +111,13 @@ async def _read_body(receive: Receive, limit: int) -> tuple[list[Message], bytes
     return messages, b"".join(m.get("body", b"") for m in messages)
 
 
+async def _disconnect(receive: Receive, cancel: anyio.CancelScope) -> None:
+    """Cancel ``cancel`` when the client goes away."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    cancel.cancel()
+
+
 def _replay(messages: list[Message], receive: Receive) -> Receive:
     """A ``receive`` that yields ``messages`` again, then the real stream."""
     pending = list(messages)
@@ -154,6 +166,7 @@ class ExpressLane:
         self.max_body = max_body
         self._stamp = server.server_info_stamp
         self._inflight: dict[tuple[str, RequestId], anyio.CancelScope] = {}
+        self._header_free: dict[str, Mapping[str, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -256,6 +269,22 @@ class ExpressLane:
             dumped.pop("resultType", None)  # 2026-07-28 vocabulary, not on a handshake wire
         return dumped
 
+    def _param_headers_mismatch(self, call: _Call, headers: Mapping[str, str]) -> bool:
+        """The SDK's ``Mcp-Param-*`` check, skipped for schemas that declare no header (the
+        answer is the same: nothing to compare) when the request sends none."""
+        schema = self.downstream.catalogue.input_schema(call.name)
+        if schema is None or not (call.args or any(k.startswith(_PARAM) for k in headers)):
+            return False
+        if self._header_free.get(call.name) is schema and not any(
+            k.startswith(_PARAM) for k in headers
+        ):
+            return False
+        if validate_mcp_param_headers(schema, call.args, headers) is not None:
+            return True
+        if _HEADER_KEYWORD not in json.dumps(schema):
+            self._header_free[call.name] = schema
+        return False
+
     async def _cancel(
         self, headers: Mapping[str, str], message: Mapping[str, Any], send: Send
     ) -> bool:
@@ -288,14 +317,7 @@ class ExpressLane:
         verdict = classify_inbound_request(message, headers=headers)
         if isinstance(verdict, InboundLadderRejection):
             return False
-        schema = self.downstream.catalogue.input_schema(call.name)
-        with_params = call.args or any(k.startswith("mcp-param-") for k in headers)
-        mismatch = (
-            validate_mcp_param_headers(schema, call.args, headers)
-            if with_params and schema is not None
-            else None
-        )
-        if mismatch is not None:
+        if self._param_headers_mismatch(call, headers):
             return False
         caps = verdict.client_capabilities
         client = ClientInfo(
@@ -305,20 +327,15 @@ class ExpressLane:
             transport="http",
         )
         ctx = CallContext(principal=principal, client=client)
-        outcome: dict[str, Any] | ErrorData | None = None
-        disconnected = False
-
-        async def watch_disconnect(scope: anyio.CancelScope) -> None:
-            nonlocal disconnected
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            disconnected = True
-            scope.cancel()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect, tg.cancel_scope)
-            outcome = await self._run(call, ctx)
-            tg.cancel_scope.cancel()
+        with anyio.CancelScope() as cancel:
+            # Structural cancellation: the client closing the exchange cancels the call. A bare
+            # asyncio task watches (uvicorn runs asyncio), a task group per call costs more.
+            watcher = asyncio.get_running_loop().create_task(_disconnect(receive, cancel))
+            try:
+                outcome = await self._run(call, ctx)
+            finally:
+                watcher.cancel()
+        disconnected = cancel.cancelled_caught
         if disconnected:
             return True  # structural cancellation: nobody is left to answer
         if outcome is None:
