@@ -165,7 +165,9 @@ class StdioPipe:
     def _learn(self, message: SessionMessage) -> None:
         """Keep the envelope the session puts on its requests (2026-07-28 sessions)."""
         root = message.message
-        if isinstance(root, types.JSONRPCRequest) and isinstance(root.params, dict):
+        if isinstance(root, types.JSONRPCRequest) and root.method == "initialize":
+            self.envelope = None  # the discovery probe failed: a handshake session it is
+        elif isinstance(root, types.JSONRPCRequest) and isinstance(root.params, dict):
             meta = root.params.get("_meta")
             if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
                 self.envelope = {k: meta[k] for k in _ENVELOPE_KEYS if k in meta}

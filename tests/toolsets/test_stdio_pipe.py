@@ -33,33 +33,36 @@ ERAS = [
     pytest.param("modern", "auto", "2026-07-28", id="modern"),
     pytest.param("dual", "auto", "2026-07-28", id="dual"),
 ]
-LEGACY = ERAS[0].values[:2]
+LIMIT = 5
+"""Hang guard per test (each runs in well under 2 s; a server start alone is ~0.6 s)."""
 
-# A raw JSON-RPC server (legacy handshake) that answers a cancelled ``hang`` call anyway, late:
-# what a sloppy upstream does, and what the pipe must swallow for its abandoned ids.
-LATE_SERVER = r"""
+# A raw JSON-RPC server, handshake era only (``server/discover`` is an unknown method). It answers
+# a cancelled ``hang`` call anyway, late: what a sloppy upstream does, and what the pipe must
+# swallow for its abandoned ids. ``meta`` returns the ``_meta`` its request carried.
+RAW_SERVER = r"""
 import json, sys
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
+def send(rid, key, value):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, key: value}) + "\n")
     sys.stdout.flush()
-TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "hang")]
+def text(value):
+    return {"content": [{"type": "text", "text": value}]}
+TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "hang", "meta")]
 for line in sys.stdin:
     msg = json.loads(line)
-    method, rid = msg.get("method"), msg.get("id")
+    method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
     if method == "initialize":
-        info = {"name": "late", "version": "1"}
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": info}
-        send({"jsonrpc": "2.0", "id": rid, "result": result})
+        info = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
+        send(rid, "result", {**info, "serverInfo": {"name": "raw", "version": "1"}})
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
-    elif method == "tools/call" and msg["params"]["name"] == "echo":
-        text = msg["params"]["arguments"]["text"]
-        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+        send(rid, "result", {"tools": TOOLS})
+    elif method == "tools/call" and params["name"] == "echo":
+        send(rid, "result", text(params["arguments"]["text"]))
+    elif method == "tools/call" and params["name"] == "meta":
+        send(rid, "result", text(json.dumps(params.get("_meta"))))
     elif method == "notifications/cancelled":
-        late = {"content": [{"type": "text", "text": "late"}]}
-        send({"jsonrpc": "2.0", "id": msg["params"]["requestId"], "result": late})
+        send(params["requestId"], "result", text("late"))
     elif rid is not None and method != "tools/call":
-        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}})
+        send(rid, "error", {"code": -32601, "message": "no"})
 """
 
 
@@ -78,6 +81,27 @@ async def upstream(
         yield toolset
 
 
+class Progress:
+    """A progress callback that records what it receives."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, float | None, str | None]] = []
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.seen.append((progress, total, message))
+
+
+def raw_server(tmp_path: Path) -> list[str]:
+    script = tmp_path / "raw_server.py"
+    script.write_text(RAW_SERVER, encoding="utf-8")
+    return [str(script)]
+
+
+async def wait_cancelled(toolset: MCPServerToolset, results: list[ToolResult]) -> None:
+    """A direct call that waits (up to 10 s) in the server until something ends it."""
+    results.append(await toolset.call_tool("wait_cancelled", {"timeout": 10}, CallContext()))
+
+
 def pipe_of(toolset: MCPServerToolset) -> StdioPipe:
     assert toolset._pipe is not None
     return toolset._pipe
@@ -88,64 +112,70 @@ async def until(condition: Any) -> None:
         await anyio.sleep(0.01)
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
 async def test_plain_calls_go_down_the_pipe_and_match_the_sdk_path(
     era: str, mode: Any, protocol: str
 ) -> None:
-    with anyio.fail_after(3):
+    with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe, client = pipe_of(toolset), toolset._client
-            assert client is not None and toolset.protocol_version == protocol
+            assert client is not None
+            assert toolset.protocol_version == protocol
             if protocol == "2026-07-28":
                 assert pipe.envelope is not None
                 assert pipe.envelope[PROTOCOL_VERSION_META_KEY] == protocol
             else:
                 assert pipe.envelope is None
-            calls = [
+            calls: list[tuple[str, dict[str, Any]]] = [
                 ("echo", {"text": "héllo ✓"}),
                 ("whoami", {}),
                 ("fail", {"message": "boom"}),
                 ("big", {"kib": 200}),
             ]
+            direct: dict[str, ToolResult] = {}
             for name, args in calls:
                 before = pipe.direct_requests
-                direct = await toolset.call_tool(name, args, CallContext())
+                direct[name] = await toolset.call_tool(name, args, CallContext())
                 assert pipe.direct_requests == before + 1, name
                 via_sdk = tool_result_from_mcp(await client.call_tool(name, dict(args)))
                 assert pipe.direct_requests == before + 1, name
-                assert direct == via_sdk, name
-            # The server saw the session's era on the direct request: the envelope went along.
-            whoami = await toolset.call_tool("whoami", {}, CallContext())
-            assert whoami.structured_content is not None
-            assert whoami.structured_content["protocol"] == protocol
+                assert direct[name] == via_sdk, name
+    # The server saw the session's era on the direct request: the envelope went along.
+    assert direct["whoami"].structured_content == {"protocol": protocol, "authorization": None}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_handshake_sessions_send_no_envelope_even_after_a_discover_probe(
+    tmp_path: Path, mode: Any
+) -> None:
+    with anyio.fail_after(LIMIT):
+        async with upstream("legacy", mode, args=raw_server(tmp_path)) as toolset:
+            pipe, client = pipe_of(toolset), toolset._client
+            assert client is not None
+            assert toolset.protocol_version == "2025-11-25"
+            via_sdk = tool_result_from_mcp(await client.call_tool("meta", {}))
+            direct = await toolset.call_tool("meta", {}, CallContext())
+            assert pipe.direct_requests == 1
+            # The server sees the same client either way: no 2026-07-28 envelope on either.
+            assert direct.first_text() == via_sdk.first_text() == "null"
+            assert pipe.envelope is None
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
 async def test_calls_with_progress_go_through_the_sdk_session(
     era: str, mode: Any, protocol: str
 ) -> None:
-    progress: list[tuple[float, float | None, str | None]] = []
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append((value, total, message))
-
-    with anyio.fail_after(3):
+    progress = Progress()
+    with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe = pipe_of(toolset)
             before = pipe.direct_requests
-            ctx = CallContext(progress=on_progress)
+            ctx = CallContext(progress=progress)
             result = await toolset.call_tool("slow", {"steps": 3}, ctx)
             assert pipe.direct_requests == before
-    assert result.first_text() == "done 3" and not result.is_error
-    assert progress == [(step, 3, f"step {step}") for step in (1, 2, 3)]
+    assert result.first_text() == "done 3"
+    assert not result.is_error
+    assert progress.seen == [(step, 3, f"step {step}") for step in (1, 2, 3)]
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
@@ -153,47 +183,47 @@ async def test_concurrent_direct_and_sdk_calls_each_get_their_own_answer(
     era: str, mode: Any, protocol: str
 ) -> None:
     got: dict[str, str] = {}
+    expected: dict[str, str] = {}
     listings: list[set[str]] = []
 
-    async def nothing(value: float, total: float | None, message: str | None) -> None:
-        pass
+    def call(key: str, name: str, args: dict[str, Any], answer: str, sdk: bool = False) -> None:
+        async def run() -> None:
+            ctx = CallContext(progress=Progress() if sdk else None)
+            result = await toolset.call_tool(name, args, ctx)
+            assert not result.is_error, result
+            got[key] = result.first_text()
 
-    async def call(key: str, name: str, args: dict[str, Any], sdk: bool = False) -> None:
-        ctx = CallContext(progress=nothing if sdk else None)
-        result = await toolset.call_tool(name, args, ctx)
-        assert not result.is_error, result
-        got[key] = result.first_text()
+        expected[key] = answer
+        tg.start_soon(run)
 
     async def listing() -> None:
         assert toolset._client is not None
         listings.append({tool.name for tool in (await toolset._client.list_tools()).tools})
 
-    with anyio.fail_after(3):
+    with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe = pipe_of(toolset)
             async with anyio.create_task_group() as tg:
                 for i in range(50):
-                    tg.start_soon(call, f"direct {i}", "echo", {"text": f"direct {i}"})
-                    if i % 5 == 0:
-                        tg.start_soon(call, f"sdk {i}", "echo", {"text": f"sdk {i}"}, True)
+                    call(f"direct {i}", "echo", {"text": f"direct {i}"}, f"direct {i}")
+                    if i % 5 == 0:  # SDK calls: a progress callback takes them off the pipe
+                        call(f"sdk {i}", "echo", {"text": f"sdk {i}"}, f"sdk {i}", sdk=True)
                     if i % 10 == 0:
-                        tg.start_soon(call, f"slow {i}", "slow", {"steps": 2}, True)
+                        call(f"slow {i}", "slow", {"steps": 2}, "done 2", sdk=True)
                         tg.start_soon(listing)
             assert pipe.direct_requests == 50
             assert not pipe._waiters
-    assert {key: text for key, text in got.items() if not key.startswith("slow")} == {
-        key: key for key in got if not key.startswith("slow")
-    }
-    assert len(got) == 50 + 10 + 5
-    assert all(got[f"slow {i}"] == "done 2" for i in range(0, 50, 10))
-    assert len(listings) == 5 and all({"echo", "slow", "whoami"} <= names for names in listings)
+    assert len(expected) == 50 + 10 + 5
+    assert got == expected
+    assert len(listings) == 5
+    assert all({"echo", "slow", "whoami"} <= names for names in listings)
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
 async def test_upstream_errors_surface_as_mcp_errors_and_error_results(
     era: str, mode: Any, protocol: str
 ) -> None:
-    with anyio.fail_after(3):
+    with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe = pipe_of(toolset)
             with pytest.raises(MCPError) as caught:
@@ -202,10 +232,12 @@ async def test_upstream_errors_surface_as_mcp_errors_and_error_results(
             before = pipe.direct_requests
             failed = await toolset.call_tool("fail", {"message": "boom"}, CallContext())
             assert pipe.direct_requests == before + 1
-            assert failed.is_error and "boom" in failed.first_text()
+            assert failed.is_error
+            assert "boom" in failed.first_text()
             # The pipe is still good after both.
             ok = await toolset.call_tool("echo", {"text": "still here"}, CallContext())
-    assert ok.first_text() == "still here" and not ok.is_error
+    assert ok.first_text() == "still here"
+    assert not ok.is_error
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
@@ -213,7 +245,7 @@ async def test_cancelling_a_direct_call_cancels_it_upstream(
     era: str, mode: Any, protocol: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.ERROR)
-    with anyio.fail_after(3):
+    with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe = pipe_of(toolset)
             with anyio.CancelScope() as scope:
@@ -222,18 +254,15 @@ async def test_cancelling_a_direct_call_cancels_it_upstream(
                     await until(lambda: pipe.direct_requests == 1)
                     await anyio.sleep(0.1)  # the server is inside the call
                     scope.cancel()
-            assert not pipe._waiters and list(pipe._abandoned) == ["lockgate-1"]
+            assert not pipe._waiters
+            assert list(pipe._abandoned) == ["lockgate-1"]
             seen = await toolset.call_tool("wait_cancelled", {"timeout": 2}, CallContext())
             assert seen.structured_content == {"result": True}
             assert pipe.direct_requests == 2
-            progress: list[float] = []
-
-            async def on_progress(value: float, total: float | None, msg: str | None) -> None:
-                progress.append(value)
-
-            ctx = CallContext(progress=on_progress)
-            sdk = await toolset.call_tool("slow", {"steps": 1}, ctx)
-            assert sdk.first_text() == "done 1" and progress == [1]
+            progress = Progress()
+            sdk = await toolset.call_tool("slow", {"steps": 1}, CallContext(progress=progress))
+            assert sdk.first_text() == "done 1"
+            assert progress.seen == [(1, 1, "step 1")]
             assert toolset.status == "up"
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
 
@@ -241,11 +270,9 @@ async def test_cancelling_a_direct_call_cancels_it_upstream(
 async def test_a_late_response_to_an_abandoned_request_never_reaches_the_session(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    script = tmp_path / "late_server.py"
-    script.write_text(LATE_SERVER, encoding="utf-8")
     caplog.set_level(logging.DEBUG)
-    with anyio.fail_after(3):
-        async with upstream(*LEGACY, args=[str(script)]) as toolset:
+    with anyio.fail_after(LIMIT):
+        async with upstream("legacy", "legacy", args=raw_server(tmp_path)) as toolset:
             pipe, client = pipe_of(toolset), toolset._client
             assert client is not None
             with anyio.move_on_after(0.2) as scope:
@@ -253,11 +280,14 @@ async def test_a_late_response_to_an_abandoned_request_never_reaches_the_session
             assert scope.cancelled_caught
             # The server answers in order: the late "late" line came before each of these.
             after = await toolset.call_tool("echo", {"text": "after"}, CallContext())
-            assert after.first_text() == "after" and not after.is_error
-            assert [tool.name for tool in (await client.list_tools()).tools] == ["echo", "hang"]
+            assert after.first_text() == "after"
+            assert not after.is_error
+            listed = await client.list_tools()
+            assert [tool.name for tool in listed.tools] == ["echo", "hang", "meta"]
             sdk = tool_result_from_mcp(await client.call_tool("echo", {"text": "sdk"}))
             assert sdk.first_text() == "sdk"
-            assert toolset.status == "up" and pipe.direct_requests == 2
+            assert toolset.status == "up"
+            assert pipe.direct_requests == 2
     messages = [r.getMessage() for r in caplog.records]
     assert not [m for m in messages if "lockgate-1" in m], messages
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
@@ -267,31 +297,29 @@ async def test_a_late_response_to_an_abandoned_request_never_reaches_the_session
 async def test_a_server_dying_mid_call_ends_the_call_and_the_toolset_reconnects(
     era: str, mode: Any, protocol: str
 ) -> None:
-    with anyio.fail_after(3):
+    with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe = pipe_of(toolset)
             assert pipe._process is not None
             pid = pipe._process.pid
             results: list[ToolResult] = []
-
-            async def waiting_call() -> None:
-                args = {"timeout": 10}
-                results.append(await toolset.call_tool("wait_cancelled", args, CallContext()))
-
             async with anyio.create_task_group() as tg:
-                tg.start_soon(waiting_call)
+                tg.start_soon(wait_cancelled, toolset, results)
                 await until(lambda: pipe.direct_requests == 1)
                 os.kill(pid, signal.SIGKILL)
                 with anyio.fail_after(1):
                     await until(lambda: bool(results))
             [lost] = results
-            assert lost.is_error and "connection lost" in lost.first_text()
+            assert lost.is_error
+            assert "connection lost" in lost.first_text()
             assert not pipe.open
             await until(lambda: toolset.status == "up" and toolset._pipe not in (None, pipe))
             new_pipe = pipe_of(toolset)
             again = await toolset.call_tool("echo", {"text": "back"}, CallContext())
-            assert again.first_text() == "back" and new_pipe.direct_requests == 1
-            assert new_pipe._process is not None and new_pipe._process.pid != pid
+            assert again.first_text() == "back"
+            assert new_pipe.direct_requests == 1
+            assert new_pipe._process is not None
+            assert new_pipe._process.pid != pid
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
@@ -303,16 +331,18 @@ async def test_list_changed_refreshes_the_catalogue_after_a_direct_call(
     async def on_tools_changed(server: str) -> None:
         changed.append(server)
 
-    with anyio.fail_after(3):
+    with anyio.fail_after(LIMIT):
         async with upstream(era, mode, on_tools_changed=on_tools_changed) as toolset:
             pipe = pipe_of(toolset)
             assert "extra_1" not in toolset.tools
             added = await toolset.call_tool("add_tool", {}, CallContext())
-            assert added.first_text() == "extra_1" and pipe.direct_requests == 1
+            assert added.first_text() == "extra_1"
+            assert pipe.direct_requests == 1
             await until(lambda: "extra_1" in toolset.tools)
-            assert changed and set(changed) == {"up"}
+            assert set(changed) == {"up"}
             extra = await toolset.call_tool("extra_1", {}, CallContext())
-            assert extra.first_text() == "extra_1" and pipe.direct_requests == 2
+            assert extra.first_text() == "extra_1"
+            assert pipe.direct_requests == 2
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
@@ -320,20 +350,18 @@ async def test_leaving_the_toolset_stops_the_server_even_with_a_direct_call_wait
     era: str, mode: Any, protocol: str
 ) -> None:
     results: list[ToolResult] = []
-    with anyio.fail_after(3):
+    with anyio.fail_after(LIMIT):
         async with anyio.create_task_group() as tg:
             async with upstream(era, mode) as toolset:
                 pipe = pipe_of(toolset)
                 assert pipe._process is not None
                 pid = pipe._process.pid
-
-                async def waiting_call() -> None:
-                    args = {"timeout": 10}
-                    results.append(await toolset.call_tool("wait_cancelled", args, CallContext()))
-
-                tg.start_soon(waiting_call)
+                tg.start_soon(wait_cancelled, toolset, results)
                 await until(lambda: pipe.direct_requests == 1)
-            assert toolset.status == "stopped" and not pipe.open
-            assert not alive(pid)
+            assert toolset.status == "stopped"
+            assert not pipe.open
+            with pytest.raises(ProcessLookupError):  # gone and reaped
+                os.kill(pid, 0)
     [ended] = results
-    assert ended.is_error and "connection lost" in ended.first_text()
+    assert ended.is_error
+    assert "connection lost" in ended.first_text()
