@@ -193,13 +193,13 @@ class ExpressLane:
             return False
         method = message.get("method")
         version = headers.get("mcp-protocol-version")
-        if method == "notifications/cancelled" and "id" not in message:
-            return await self._cancel(headers, message, send)
-        call = _plain_call(message) if method == "tools/call" else None
-        if call is None:
-            return False
         principal = scope.get(PRINCIPAL_SCOPE_KEY, ANONYMOUS)
         if not isinstance(principal, Principal):
+            return False
+        if method == "notifications/cancelled" and "id" not in message:
+            return await self._cancel(headers, message, principal, send)
+        call = _plain_call(message) if method == "tools/call" else None
+        if call is None:
             return False
         if version in MODERN_PROTOCOL_VERSIONS:
             if find_duplicated_routing_header(raw) is not None:
@@ -286,10 +286,14 @@ class ExpressLane:
         return False
 
     async def _cancel(
-        self, headers: Mapping[str, str], message: Mapping[str, Any], send: Send
+        self, headers: Mapping[str, str], message: Mapping[str, Any], who: Principal, send: Send
     ) -> bool:
-        """``notifications/cancelled`` for a call on this lane: cancel it, acknowledge 202."""
+        """``notifications/cancelled`` for a call on this lane: cancel it, acknowledge 202.
+        Only the session's own agent can; anyone else gets the SDK's answer (404)."""
         session_id = headers.get("mcp-session-id")
+        known = self.downstream.sessions.get(session_id) if session_id is not None else None
+        if known is None or known.principal_id != who.id:
+            return False
         params = message.get("params")
         request_id = params.get("requestId") if isinstance(params, dict) else None
         if session_id is None or isinstance(request_id, bool):
