@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
@@ -35,6 +36,7 @@ from mcp.shared.inbound import (
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp_types import INTERNAL_ERROR, SERVER_INFO_META_KEY, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.approvals.toolset import InputRequired
@@ -81,15 +83,6 @@ def _plain_call(message: Mapping[str, Any]) -> _Call | None:
     if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
         return None
     return _Call(request_id, name, args)
-
-
-def _accepts_both(accept: str) -> bool:
-    """The Accept header names JSON and SSE (wildcards count), as the SDK requires."""
-    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    if "*/*" in kinds:
-        return True
-    json_ok = "application/json" in kinds or "application/*" in kinds
-    return json_ok and ("text/event-stream" in kinds or "text/*" in kinds)
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
@@ -183,7 +176,8 @@ class ExpressLane:
         headers = dict(raw)
         if not headers.get("content-type", "").lower().startswith("application/json"):
             return False
-        if not _accepts_both(headers.get("accept", "")):
+        has_json, has_sse = check_accept_headers(Request(scope))
+        if not (has_json and has_sse):  # what the SDK requires of both eras' POSTs
             return False
         try:
             message = json.loads(body)
