@@ -17,11 +17,12 @@ from typing import Any
 
 import anyio
 
-from gateway.events import Event, EventBus, EventsToolset, Subscription
+from gateway.events import BusObserver, Event, EventBus, Subscription
 from gateway.events.audit import AuditLog
 from gateway.events.audit_sink import AuditSink
 from toolsets import CallContext, ExternalToolset, Principal, ToolDef, ToolResult
 from toolsets.abstract import Toolset
+from toolsets.events import EventsToolset
 
 EVENTS = 100_000
 BATCH = 500
@@ -68,7 +69,7 @@ async def _latencies(toolset: Toolset) -> list[float]:
     samples = []
     for _ in range(CALLS):
         started = time.perf_counter()
-        await toolset.call_tool(TOOL.name, ARGS, ctx)
+        await toolset.call_tool(TOOL.name, ARGS, ctx, TOOL)
         samples.append((time.perf_counter() - started) * 1e6)
         await anyio.lowlevel.checkpoint()
     return samples
@@ -87,7 +88,7 @@ async def call_latency(mode: str, db: Path) -> list[float]:
         if mode == "audit":
             log = await stack.enter_async_context(AuditLog(db))
             await stack.enter_async_context(AuditSink(bus, log, buffer=2 * CALLS + 10))
-        samples = await _latencies(EventsToolset(base, bus))
+        samples = await _latencies(EventsToolset(base, BusObserver(bus)))
         bus.close()
     return samples
 

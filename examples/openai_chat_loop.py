@@ -22,8 +22,7 @@ from fake_openai_server import build_app, serve
 from openai import AsyncOpenAI
 
 from gateway import Gateway
-from toolsets.context import Principal
-from toolsets.openai import (
+from gateway.adapters.openai import (
     HostDecision,
     InProcessGateway,
     PendingApproval,
@@ -31,6 +30,7 @@ from toolsets.openai import (
     complete_pending,
     run_tool_calls,
 )
+from toolsets.context import Principal
 
 HERE = Path(__file__).resolve().parent
 AGENT = Principal(id="agent:example")

@@ -23,8 +23,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from gateway import Gateway
+from gateway.adapters.pydantic_ai import GatewayToolset
 from toolsets.context import Principal
-from toolsets.pydantic_ai import GatewayToolset
 
 HERE = Path(__file__).resolve().parent
 AGENT = Principal(id="agent:example")

@@ -1,26 +1,21 @@
-"""The calling user decides a held call: legacy ``elicitation/create`` and 2026-07-28
+"""The calling user decides a held call over MCP: legacy ``elicitation/create`` and 2026-07-28
 ``InputRequiredResult`` with a sealed, principal-bound, expiring, single-use ``request_state``."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
 
+from gateway.approvals.caller import InputRequired, apply_caller_answer
 from gateway.approvals.elicit import form_message, form_schema, parse_answer
-from gateway.approvals.errors import PendingConflict, PendingNotFound, SealedStateError
-from gateway.approvals.service import DecisionRefused
-from gateway.approvals.toolset import InputRequired
 from gateway.gateway import Gateway
 from toolsets.context import CallContext, ElicitCallback
 
 __all__ = ["INPUT_KEY", "answer_input", "elicit_callback", "input_required_result"]
 
-log = logging.getLogger("lockgate.approvals")
 INPUT_KEY = "lockgate_approval"
 
 
@@ -53,37 +48,27 @@ def input_required_result(
 
 
 async def answer_input(
-    gateway: Gateway, params: types.CallToolRequestParams, ctx: CallContext
+    gateway: Gateway,
+    request_state: str,
+    input_responses: Mapping[str, Any] | None,
+    ctx: CallContext,
 ) -> bool:
     """Apply a modern client's answer; False when it gave no decision (an approver decides).
 
     Raises:
-        MCPError: the ``request_state`` is tampered with, replayed, expired or not this caller's.
+        SealedStateError: the ``request_state`` is tampered with, replayed, expired or not this
+            caller's.
     """
-    assert params.request_state is not None
-    try:
-        payload = await gateway.sealer.redeem(
-            params.request_state, principal=ctx.principal.id, nonces=gateway.store
-        )
-    except SealedStateError as exc:
-        raise MCPError(code=types.INVALID_PARAMS, message=f"Invalid request_state: {exc}") from None
-    response = (params.input_responses or {}).get(INPUT_KEY)
+    payload = await gateway.sealer.redeem(
+        request_state, principal=ctx.principal.id, nonces=gateway.store
+    )
+    response = (input_responses or {}).get(INPUT_KEY)
     if not isinstance(response, types.ElicitResult):
         return False
     answer = parse_answer(response.action, response.content)
     if answer is None:
         return False
-    try:
-        await gateway.approvals.decide(
-            payload.pending_id,
-            answer.decision,
-            by=ctx.principal,
-            channel="input_required",
-            message=answer.message,
-            args=answer.args,
-            as_caller=True,
-        )
-    except (DecisionRefused, PendingConflict, PendingNotFound) as exc:
-        log.info("caller's decision on %s not applied: %s", payload.pending_id, exc)
-        return False
-    return True
+    decided = await apply_caller_answer(
+        gateway.approvals, payload.pending_id, answer, by=ctx.principal, channel="input_required"
+    )
+    return decided is not None

@@ -17,8 +17,8 @@ from gateway import cli_approvals, cli_events
 from gateway.errors import exit_code_for
 from gateway.gateway import Gateway
 from policies import cli as policy_cli
+from toolsets._sdk_compat import check_sdk
 from toolsets.errors import LockgateError
-from toolsets.mcp_convert import tool_result_to_mcp
 
 __all__ = ["main"]
 
@@ -80,10 +80,10 @@ async def _run_call(args: argparse.Namespace) -> int:
     async with Gateway.from_config(args.config) as gateway:
         result = await gateway.call_tool(args.tool, call_args)
     if args.json:
-        print(tool_result_to_mcp(result).model_dump_json(by_alias=True, exclude_none=True))
+        print(json.dumps(result.wire, ensure_ascii=False))
     else:
-        for block in tool_result_to_mcp(result).content:
-            print(getattr(block, "text", None) or block.model_dump_json(by_alias=True))
+        for block in result.wire["content"]:
+            print(block.get("text") if block.get("type") == "text" else json.dumps(block))
     return 1 if result.is_error else 0
 
 
@@ -139,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.getLogger("mcp").setLevel(logging.WARNING)
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     try:
+        check_sdk()
         code = args.func(args)
     except KeyboardInterrupt:
         code = 130

@@ -1,6 +1,7 @@
 """Building the toolset chain from the config: the one place where the layers are wired.
 
-``Validating( ApprovalRequired( Events( Combined( Prefixed(MCPServer)..., functions, external ))))``
+``Filtered( Validating( Policy( ApprovalRequired( Events( Combined( Prefixed(MCPServer)...,
+functions, external ))))))``
 """
 
 from __future__ import annotations
@@ -9,29 +10,34 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gateway.approvals.holding import HeldCalls
 from gateway.approvals.memory import MemoryPendingStore
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import PendingListener, PendingStore
-from gateway.approvals.toolset import ApprovalRequiredToolset
 from gateway.config import GatewayConfig, ServerConfig, function_specs
 from gateway.events.audit import AuditLog
 from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import EventBus
+from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder
-from gateway.events.toolset import EventsToolset
-from gateway.external import external_toolset
+from gateway.external import EXTERNAL_SERVER, external_toolset
 from gateway.metrics import Metrics
+from gateway.refusals import Refusals
 from gateway.upstreams import build_upstream
-from policies import PolicyEngine, PolicyHolder
+from policies import PolicyDecider, PolicyEngine, PolicyHolder
 from toolsets.abstract import ToolsChangedHandler, Toolset
+from toolsets.approval_required import ApprovalRequiredToolset
 from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
 from toolsets.errors import ConfigError, ConfigIssue
+from toolsets.events import EventsToolset
+from toolsets.filtered import FilteredToolset
 from toolsets.function import FunctionTool, FunctionToolset, import_function
 from toolsets.mcp_server import MCPServerToolset, StatusHandler
+from toolsets.policy import PolicyToolset
 from toolsets.prefixed import PrefixedToolset
 from toolsets.tooldef import ToolDef
 from toolsets.validated import SchemaValidators, ValidatingToolset
@@ -54,7 +60,6 @@ class Parts:
     sealer: RequestStateSealer
     combined: CombinedToolset
     upstreams: dict[str, MCPServerToolset]
-    gate: ApprovalRequiredToolset
     root: Toolset
 
 
@@ -134,6 +139,25 @@ def _children(
     return children
 
 
+def _chain(
+    config: GatewayConfig,
+    combined: CombinedToolset,
+    bus: EventBus,
+    approvals: ApprovalService,
+    validators: SchemaValidators,
+) -> Toolset:
+    """The call chain over ``combined``; each step is one wrapper in ``toolsets/``, and the
+    order below is the order a call passes them (docs/architecture.md)."""
+    refuse = Refusals(approvals.record)
+    held = HeldCalls(approvals, refuse, progress_interval=config.approvals.progress_interval)
+    decider = PolicyDecider(approvals.policy, deferred_servers=frozenset({EXTERNAL_SERVER}))
+    chain: Toolset = EventsToolset(combined, BusObserver(bus))
+    chain = ApprovalRequiredToolset(chain, held)
+    chain = PolicyToolset(chain, decider, refuse)
+    chain = ValidatingToolset(chain, validators)
+    return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key)
+
+
 def compose(
     config: GatewayConfig,
     *,
@@ -152,7 +176,6 @@ def compose(
     expiries = _Expiries()
     store = _store(config, expiries)
     validators = SchemaValidators()
-    events = EventsToolset(combined, bus, decision_of=lambda name, ctx: ctx.decision)
 
     async def catalogue() -> dict[str, ToolDef]:
         return await combined.get_tools(CallContext())
@@ -161,15 +184,12 @@ def compose(
         store,
         policy,
         catalogue=catalogue,
-        executor=events.call_tool,
         record=recorder.record,
         validators=validators,
-        progress_interval=config.approvals.progress_interval,
         max_pending=config.approvals.max_pending_per_principal,
     )
     expiries.service = approvals
-    gate = ApprovalRequiredToolset(events, policy, approvals)
-    root = ValidatingToolset(gate, validators)
+    root = _chain(config, combined, bus, approvals, validators)
     return Parts(
         bus=bus,
         recorder=recorder,
@@ -182,6 +202,5 @@ def compose(
         sealer=_sealer(config),
         combined=combined,
         upstreams=upstreams,
-        gate=gate,
         root=root,
     )

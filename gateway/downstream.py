@@ -10,7 +10,6 @@ import logging
 import uuid
 import weakref
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import mcp_types as types
@@ -20,15 +19,17 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from mcp_types import ErrorData
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from gateway.approvals.toolset import InputRequired
-from gateway.caller_approval import answer_input, elicit_callback, input_required_result
+from gateway.caller_approval import elicit_callback
+from gateway.calls import CallHandler, ToolCallRequest
 from gateway.gateway import Gateway
 from gateway.legacy_sessions import LegacySessions
+from toolsets import _sdk_compat as sdk
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
-from toolsets.errors import ToolNotFoundError
 from toolsets.mcp_convert import tool_def_to_mcp, tool_result_to_mcp
+from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "GatewayServer", "build_server"]
@@ -38,12 +39,13 @@ PRINCIPAL_SCOPE_KEY = "lockgate.principal"
 """ASGI scope key where the HTTP edge stores the authenticated `Principal`."""
 
 Ctx = ServerRequestContext[Any]
+MAX_CONVERTED = 10_000
 
 
 class GatewayServer(Server[Any]):
     """A low-level `Server` that advertises ``tools.listChanged`` to handshake-era clients too.
 
-    ``downstream`` holds its handlers (the express lane calls the gateway through it).
+    ``downstream`` holds its handlers (the fast path shares its `CallHandler`).
     """
 
     downstream: Downstream
@@ -62,19 +64,25 @@ class GatewayServer(Server[Any]):
 
 
 class _Catalogue:
-    """MCP `Tool` objects for a catalogue, converted once per catalogue version."""
+    """MCP `Tool` objects for listings, each converted once per tool definition (name and pin),
+    and the input schemas the SDK checks ``Mcp-Param-*`` headers against."""
 
     def __init__(self) -> None:
-        self._source: dict[str, ToolDef] | None = None
-        self._tools: list[types.Tool] = []
+        self._converted: dict[tuple[str, str], types.Tool] = {}
         self._schemas: dict[str, Mapping[str, Any]] = {}
 
     def tools(self, catalogue: dict[str, ToolDef]) -> list[types.Tool]:
-        if catalogue is not self._source:
-            self._tools = [tool_def_to_mcp(t) for t in catalogue.values()]
-            self._schemas = {t.name: t.input_schema for t in catalogue.values()}
-            self._source = catalogue
-        return self._tools
+        tools = []
+        for tool in catalogue.values():
+            key = (tool.name, tool.pin)
+            converted = self._converted.get(key)
+            if converted is None:
+                if len(self._converted) >= MAX_CONVERTED:
+                    self._converted.clear()
+                converted = self._converted[key] = tool_def_to_mcp(tool)
+                self._schemas[tool.name] = tool.input_schema
+            tools.append(converted)
+        return tools
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         return self._schemas.get(name)
@@ -135,17 +143,15 @@ class Downstream:
         self.catalogue = _Catalogue()
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.sessions = LegacySessions()
+        self.handle = CallHandler(gateway)
         gateway.on_tools_changed(self.tools_changed)
 
     def context(self, ctx: Ctx) -> CallContext:
-        client = _client_info(ctx, self.transport)
-        legacy_elicit = client.era == "legacy" and client.elicitation
+        """The context of a listing made through the SDK."""
         return CallContext(
             principal=_principal(ctx, self.principal),
             session_id=_session_id(ctx, self.connection_id),
-            client=client,
-            progress=_progress(ctx),
-            elicit=elicit_callback(ctx) if legacy_elicit else None,
+            client=_client_info(ctx, self.transport),
         )
 
     async def remember_sessions(self, ctx: Ctx, call_next: Any) -> Any:
@@ -156,14 +162,13 @@ class Downstream:
 
     def _remember(self, ctx: Ctx) -> None:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            connection = getattr(ctx.session, "_connection", None)
-            if isinstance(connection, Connection):
+            connection = sdk.session_connection(ctx.session)
+            if connection is not None:
                 self.connections.add(connection)
             if self.transport == "http" and ctx.method != "initialize":
                 session_id = _session_id(ctx, None)
                 if session_id is not None:
-                    principal = _principal(ctx, self.principal)
-                    self.sessions.learn(session_id, principal.id, _client_info(ctx, self.transport))
+                    self.sessions.learn(session_id, _client_info(ctx, self.transport))
 
     async def list_tools(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -174,19 +179,26 @@ class Downstream:
     async def call_tool(
         self, ctx: Ctx, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        call_ctx = self.context(ctx)
-        if params.request_state is not None and not await answer_input(
-            self.gateway, params, call_ctx
-        ):
-            # No decision from the caller: an approver decides, so do not ask again.
-            call_ctx = replace(call_ctx, client=replace(call_ctx.client, elicitation=False))
-        try:
-            result = await self.gateway.call_tool(params.name, params.arguments or {}, call_ctx)
-        except ToolNotFoundError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
-        except InputRequired as held:
-            return input_required_result(self.gateway, held, call_ctx)
-        return tool_result_to_mcp(result)
+        client = _client_info(ctx, self.transport)
+        request = ToolCallRequest(
+            name=params.name,
+            arguments=params.arguments or {},
+            request_state=params.request_state,
+            input_responses=params.input_responses,
+        )
+        outcome = await self.handle(
+            request,
+            principal=_principal(ctx, self.principal),
+            session_id=_session_id(ctx, self.connection_id),
+            client=client,
+            progress=_progress(ctx),
+            elicit=elicit_callback(ctx) if client.era == "legacy" and client.elicitation else None,
+        )
+        if isinstance(outcome, ErrorData):
+            raise MCPError.from_error_data(outcome)
+        if isinstance(outcome, ToolResult):
+            return tool_result_to_mcp(outcome)
+        return outcome
 
     async def tools_changed(self, source: str) -> None:
         await self.bus.publish(ToolsListChanged())

@@ -21,9 +21,10 @@ from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
 from gateway.metrics import Metrics
 from policies import PolicyHolder
+from toolsets._sdk_compat import check_sdk
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
-from toolsets.errors import LockgateError
+from toolsets.errors import LockgateError, ToolNotFoundError
 from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -100,7 +101,7 @@ class Gateway:
 
     @property
     def root(self) -> Toolset:
-        """The outermost toolset (validation, policy, approvals, events, upstreams)."""
+        """The outermost toolset (visibility, validation, policy, approvals, events, upstreams)."""
         return self._parts.root
 
     def on_tools_changed(self, handler: ToolsChangedHandler) -> None:
@@ -118,17 +119,21 @@ class Gateway:
     async def call_tool(
         self, name: str, args: Mapping[str, Any] | None = None, ctx: CallContext | None = None
     ) -> ToolResult:
-        """Call one tool through the whole chain.
+        """Call one tool through the whole chain: the tool is looked up here, once, in what
+        ``ctx`` may see, and travels down the chain with the call.
 
         Raises:
             ToolNotFoundError: the tool does not exist or is hidden from ``ctx``.
+            UpstreamError: its server is down, lost the connection, timed out or answered with
+                a JSON-RPC error (`UpstreamRequestError`).
+            InputRequired: a 2026-07-28 caller is asked to approve (the MCP face answers it).
+            BackChannelRequired: a 2025-11-25 caller would be asked, and ``ctx`` cannot ask it.
         """
-        return await self.root.call_tool(name, args or {}, ctx or CallContext())
-
-    async def asks_caller(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> bool:
-        """Whether calling ``name`` now would ask the calling user to decide (see
-        `ApprovalRequiredToolset.asks_caller`)."""
-        return await self._parts.gate.asks_caller(name, args, ctx)
+        ctx = ctx or CallContext()
+        tool = (await self.root.get_tools(ctx)).get(name)
+        if tool is None:
+            raise ToolNotFoundError(name)
+        return await self.root.call_tool(name, args or {}, ctx, tool)
 
     def health(self) -> dict[str, Any]:
         """Per-upstream status, for ``/healthz``."""
@@ -174,6 +179,7 @@ class Gateway:
     async def __aenter__(self) -> Self:
         if self._stack is not None:
             raise LockgateError("Gateway is already running")
+        check_sdk()  # the SDK's private names we rely on, or a clear error naming the fix
         async with contextlib.AsyncExitStack() as stack:
             await self._start_events(stack)
             await stack.enter_async_context(self._parts.store)

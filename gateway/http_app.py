@@ -18,7 +18,7 @@ from gateway.auth import Authenticator
 from gateway.config import ListenConfig
 from gateway.downstream import build_server
 from gateway.edge import AgentAuthMiddleware
-from gateway.express import ExpressLane
+from gateway.fast_path import FastPath
 from gateway.gateway import Gateway
 from gateway.metrics import metrics_endpoint
 from gateway.origin_guard import HostOriginGuard
@@ -44,7 +44,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     security = security_settings(gateway.config.listen)
     server = build_server(gateway, transport="http")
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    mcp_app = ExpressLane(StreamableHTTPASGIApp(manager), server, manager)
+    mcp_app = FastPath(StreamableHTTPASGIApp(manager), server, manager, metrics=gateway.metrics)
 
     async def healthz(request: Request) -> JSONResponse:
         health = gateway.health()

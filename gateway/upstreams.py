@@ -6,12 +6,11 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from mcp import StdioServerParameters
-from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.config import GatewayConfig, ServerConfig, python_command
+from toolsets._sdk_compat import TransportStreams, create_mcp_http_client
 from toolsets.abstract import ToolsChangedHandler
 from toolsets.mcp_server import ClientTarget, MCPServerToolset, StatusHandler
 

@@ -5,6 +5,7 @@ optional file watching) and ask it for a `Decision` per listing (`evaluate_visib
 call (`evaluate_call`).
 """
 
+from policies.decider import PolicyDecider
 from policies.decision import (
     ALL_DECISION_KINDS,
     DEFAULT_APPROVAL,
@@ -30,6 +31,7 @@ __all__ = [
     "Decision",
     "DecisionKind",
     "Effect",
+    "PolicyDecider",
     "PolicyEngine",
     "PolicyHolder",
     "SessionState",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,8 @@ import anyio
 import uvicorn
 import yaml
 from starlette.types import ASGIApp
+
+from toolsets import CallContext, ToolNotFoundError, ToolResult, Toolset
 
 ECHO_SERVER = str(Path(__file__).parent / "upstreams" / "echo_server.py")
 MODES = ("legacy", "auto")
@@ -56,3 +58,14 @@ async def serve_asgi(app: ASGIApp, port: int | None = None) -> AsyncIterator[str
             yield f"http://127.0.0.1:{port}"
         finally:
             server.should_exit = True
+
+
+async def call(
+    toolset: Toolset, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+) -> ToolResult:
+    """Call ``name`` on ``toolset`` as the gateway does: looked up once, the tool handed down."""
+    ctx = ctx or CallContext()
+    tool = (await toolset.get_tools(ctx)).get(name)
+    if tool is None:
+        raise ToolNotFoundError(name)
+    return await toolset.call_tool(name, args, ctx, tool)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -21,24 +21,35 @@ class ToolsChangedHandler(Protocol):
 
 
 class Toolset(ABC):
-    """A set of tools. Wrappers add behaviour; leaves execute."""
+    """A set of tools. Wrappers add behaviour; leaves execute.
+
+    A call is one pass down the chain: the caller looks the tool up once (``get_tools``) and
+    hands the `ToolDef` it found to ``call_tool``, which every wrapper passes on; nobody looks
+    it up again.
+    """
 
     @property
     def label(self) -> str:
         """A short name for messages."""
         return type(self).__name__
 
+    @property
+    def version(self) -> Hashable:
+        """Changes whenever ``get_tools`` may answer differently for the same context.
+
+        Catalogue caches are keyed by it. A fixed catalogue keeps the default.
+        """
+        return 0
+
     @abstractmethod
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        """The tools visible in ``ctx``, by exposed name."""
+        """The tools visible in ``ctx``, by exposed name (a cached dict: do not mutate)."""
 
     @abstractmethod
-    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        """Call the tool ``name`` with ``args``.
-
-        Raises:
-            ToolNotFoundError: no such tool is visible in ``ctx``.
-        """
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
+        """Call ``tool`` (exposed here as ``name``, as listed by ``get_tools``) with ``args``."""
 
     async def __aenter__(self) -> Self:
         return self

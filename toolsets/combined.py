@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -17,6 +17,7 @@ from toolsets.tooldef import ToolDef
 __all__ = ["CombinedToolset"]
 
 log = logging.getLogger("lockgate.toolsets")
+_NEVER = object()
 
 
 class CombinedToolset(Toolset):
@@ -24,27 +25,30 @@ class CombinedToolset(Toolset):
 
     def __init__(self, toolsets: Sequence[Toolset]) -> None:
         self.toolsets = tuple(toolsets)
-        self._sources: tuple[dict[str, ToolDef], ...] = ()
+        self._merged: Hashable = _NEVER
         self._tools: dict[str, ToolDef] = {}
         self._owner: dict[str, Toolset] = {}
         self._stack: contextlib.AsyncExitStack | None = None
 
+    @property
+    def version(self) -> Hashable:
+        return tuple(toolset.version for toolset in self.toolsets)
+
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        sources = tuple([await toolset.get_tools(ctx) for toolset in self.toolsets])
-        if len(sources) != len(self._sources) or any(
-            a is not b for a, b in zip(sources, self._sources, strict=True)
-        ):
+        version = self.version
+        if version != self._merged:
+            sources = [await toolset.get_tools(ctx) for toolset in self.toolsets]
             try:
                 self._merge(sources)
             except ToolCollisionError as exc:
-                if not self._sources:
+                if self._merged is _NEVER:
                     raise  # at startup: refuse to start
                 # Later (a list_changed): keep serving the last good catalogue.
                 log.error("catalogue change refused, the last good catalogue stays: %s", exc)
-                self._sources = sources
+            self._merged = version
         return self._tools
 
-    def _merge(self, sources: tuple[dict[str, ToolDef], ...]) -> None:
+    def _merge(self, sources: list[dict[str, ToolDef]]) -> None:
         tools: dict[str, ToolDef] = {}
         owner: dict[str, Toolset] = {}
         for toolset, catalogue in zip(self.toolsets, sources, strict=True):
@@ -53,16 +57,15 @@ class CombinedToolset(Toolset):
                     raise ToolCollisionError(name, tools[name].server, tool.server)
                 tools[name] = tool
                 owner[name] = toolset
-        self._sources, self._tools, self._owner = sources, tools, owner
+        self._tools, self._owner = tools, owner
 
-    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
         toolset = self._owner.get(name)
-        if toolset is None:
-            await self.get_tools(ctx)
-            toolset = self._owner.get(name)
-            if toolset is None:
-                raise ToolNotFoundError(name)
-        return await toolset.call_tool(name, args, ctx)
+        if toolset is None:  # the catalogue changed since the caller looked the tool up
+            raise ToolNotFoundError(name)
+        return await toolset.call_tool(name, args, ctx, tool)
 
     async def __aenter__(self) -> Self:
         async with contextlib.AsyncExitStack() as stack:

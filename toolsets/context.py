@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from toolsets.decision import Decision
+
 __all__ = [
     "ANONYMOUS",
     "CallContext",
@@ -85,7 +87,8 @@ class CallContext:
         client: The downstream client's protocol facts.
         progress: Where to send progress for this call, when the client asked for it.
         elicit: Asks the calling user a question (MCP elicitation), when the client can answer.
-        decision: The policy decision for this call, set by the approval wrapper (events read it).
+        decision: The policy decision for this call, set by `PolicyToolset` (the wrappers below it
+            and the events read it); None above it and for calls no policy saw.
     """
 
     principal: Principal = ANONYMOUS
@@ -94,4 +97,4 @@ class CallContext:
     client: ClientInfo = field(default_factory=ClientInfo)
     progress: ProgressCallback | None = None
     elicit: ElicitCallback | None = None
-    decision: Any = None
+    decision: Decision | None = None

@@ -13,6 +13,7 @@ __all__ = [
     "ToolCollisionError",
     "ToolNotFoundError",
     "UpstreamError",
+    "UpstreamRequestError",
 ]
 
 
@@ -72,7 +73,23 @@ class ToolCollisionError(LockgateError):
 
 
 class UpstreamError(LockgateError):
-    """An upstream MCP server is unreachable or failed at the protocol level."""
+    """An upstream MCP server is unreachable, lost, too slow, or failed at the protocol level.
+
+    The MCP face answers it as an error result the model reads (the call reached no tool).
+    """
+
+    def __init__(self, message: str, *, server: str = "") -> None:
+        self.server = server
+        super().__init__(message)
+
+
+class UpstreamRequestError(UpstreamError):
+    """The upstream answered the call with a JSON-RPC error; the MCP face relays it as one."""
+
+    def __init__(self, message: str, *, server: str, code: int, data: object = None) -> None:
+        super().__init__(message, server=server)
+        self.code = code
+        self.data = data
 
 
 class ApprovalConflict(LockgateError):

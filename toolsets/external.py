@@ -7,7 +7,6 @@ from typing import Any, Protocol
 
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
-from toolsets.errors import ToolNotFoundError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -39,8 +38,7 @@ class ExternalToolset(Toolset):
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         return self._tools
 
-    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        tool = self._tools.get(name)
-        if tool is None:
-            raise ToolNotFoundError(name)
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
         return await self._executor(tool, args, ctx)

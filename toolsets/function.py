@@ -260,21 +260,27 @@ class FunctionToolset(Toolset):
 
         return register if func is None else register(func)
 
-    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        return dict(self._defs)
+    @property
+    def version(self) -> int:
+        return len(self._defs)  # tools are only ever added
 
-    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        tool = self._tools.get(name)
-        if tool is None:
+    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        return self._defs
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
+        function = self._tools.get(name)
+        if function is None:
             raise ToolNotFoundError(name)
         session = self._session_state(ctx) if self._session_state is not None else None
         try:
-            call_args, call_kwargs = tool.schema.bind(args, ToolContext.from_call(ctx, session))
+            call_args, call_kwargs = function.schema.bind(args, ToolContext.from_call(ctx, session))
         except ValidationError as exc:
             return ToolResult.error(_invalid_arguments(name, exc))
-        timeout = self._timeout_for(tool)
+        timeout = self._timeout_for(function)
         with anyio.move_on_after(timeout):
-            return await _execute(tool, call_args, call_kwargs, ctx)
+            return await _execute(function, call_args, call_kwargs, ctx)
         logger.warning("tool %r timed out after %s s (call %s)", name, timeout, ctx.call_id)
         return ToolResult.error(f"Tool {name!r} timed out after {timeout} s")
 
@@ -338,10 +344,8 @@ def _to_result(tool: FunctionTool, value: Any) -> ToolResult:
         schema.wrap_output if schema.output_schema is not None else not isinstance(jsonable, dict)
     )
     text = json.dumps(jsonable, ensure_ascii=False)
-    return ToolResult(
-        content=(TextContent(type="text", text=text),),
-        structured_content={"result": jsonable} if wrap else jsonable,
-    )
+    structured = {"result": jsonable} if wrap else jsonable
+    return ToolResult(content=(TextContent(type="text", text=text),), structured_content=structured)
 
 
 def _invalid_arguments(name: str, exc: ValidationError) -> str:

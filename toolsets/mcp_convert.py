@@ -12,7 +12,13 @@ from toolsets.prefixed import SEPARATOR
 from toolsets.result import ToolResult
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
 
-__all__ = ["tool_def_from_mcp", "tool_def_to_mcp", "tool_result_from_mcp", "tool_result_to_mcp"]
+__all__ = [
+    "tool_def_from_mcp",
+    "tool_def_to_mcp",
+    "tool_result_from_mcp",
+    "tool_result_from_wire",
+    "tool_result_to_mcp",
+]
 
 log = logging.getLogger("lockgate.upstream")
 
@@ -59,31 +65,24 @@ def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
     )
 
 
-def tool_result_from_mcp(result: types.CallToolResult) -> ToolResult:
-    """Our `ToolResult` for an upstream result (content blocks are kept as they are).
+def tool_result_from_wire(data: dict[str, Any]) -> ToolResult:
+    """Our `ToolResult` for an upstream result as decoded from its JSON (kept, not copied).
 
-    The upstream's ``serverInfo`` stamp describes that hop only; left in, the SDK would not
-    stamp the gateway's own identity on the downstream result.
+    The upstream's ``serverInfo`` stamp describes that hop only; left in, the downstream result
+    would not carry the gateway's own identity.
     """
-    meta = result.meta
-    if meta and types.SERVER_INFO_META_KEY in meta:
-        meta = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY} or None
-    return ToolResult(
-        content=tuple(result.content),
-        structured_content=result.structured_content,
-        is_error=bool(result.is_error),
-        meta=meta,
-    )
+    meta = data.get("_meta")
+    if isinstance(meta, dict) and types.SERVER_INFO_META_KEY in meta:
+        data = dict(data)
+        data["_meta"] = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY} or None
+    return ToolResult.from_wire(data)
+
+
+def tool_result_from_mcp(result: types.CallToolResult) -> ToolResult:
+    """Our `ToolResult` for an upstream result the SDK client parsed."""
+    return tool_result_from_wire(result.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
 def tool_result_to_mcp(result: ToolResult) -> types.CallToolResult:
-    """The MCP wire result for one of ours."""
-    meta: Any = dict(result.meta) if result.meta else None
-    return types.CallToolResult(
-        content=list(result.content),
-        structured_content=dict(result.structured_content)
-        if result.structured_content is not None
-        else None,
-        is_error=result.is_error,
-        _meta=meta,
-    )
+    """The MCP SDK model of one of our results (for the SDK's handlers)."""
+    return types.CallToolResult.model_validate(result.wire)

@@ -14,12 +14,13 @@ import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
-from toolsets.errors import ToolNotFoundError
-from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp
+from toolsets.errors import UpstreamError, UpstreamRequestError
+from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp, tool_result_from_wire
 from toolsets.result import ToolResult
 from toolsets.stdio_pipe import StdioPipe
 from toolsets.tooldef import ToolDef
@@ -85,6 +86,7 @@ class MCPServerToolset(Toolset):
         self._client: Client | None = None
         self._pipe: StdioPipe | None = None
         self._tools: dict[str, ToolDef] = {}
+        self._version = 0
         self._lost = anyio.Event()
         self._first_outcome = anyio.Event()
         self._tg: TaskGroup | None = None
@@ -99,33 +101,47 @@ class MCPServerToolset(Toolset):
         """The current catalogue (unprefixed names); empty while the server is down."""
         return self._tools
 
+    @property
+    def version(self) -> int:
+        return self._version
+
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         return self._tools
 
-    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        tool = self._tools.get(name)
-        if tool is None:
-            raise ToolNotFoundError(name)
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
+        """Call ``tool`` on the upstream.
+
+        Raises:
+            UpstreamError: the server is down or the connection was lost (a call past the
+                timeout is an error result: the server is still there).
+            UpstreamRequestError: the server answered with a JSON-RPC error.
+        """
         client = self._client
         if client is None:
-            return ToolResult.error(f"Server {self.name!r} is unavailable ({self.status}).")
+            message = f"Server {self.name!r} is unavailable ({self.status})."
+            raise UpstreamError(message, server=self.name)
         progress, pipe = ctx.progress, self._pipe
-        with anyio.move_on_after(self.timeout) as scope:
+        with anyio.move_on_after(self.timeout):
             try:
                 if pipe is not None and progress is None:
-                    result = await _direct_call(pipe, tool.upstream_name, args)
-                else:
-                    result = await client.call_tool(
-                        tool.upstream_name,
-                        dict(args),
-                        progress_callback=progress,
-                    )
+                    return await _direct_call(pipe, tool.upstream_name, args)
+                result = await client.call_tool(
+                    tool.upstream_name, dict(args), progress_callback=progress
+                )
+                return tool_result_from_mcp(result)
+            except MCPError as exc:
+                error = exc.error
+                raise UpstreamRequestError(
+                    error.message, server=self.name, code=error.code, data=error.data
+                ) from None
             except _LOST_ERRORS as exc:
                 self._lost.set()
-                return ToolResult.error(f"Server {self.name!r} connection lost: {exc!r}")
-        if scope.cancelled_caught:
-            return ToolResult.error(f"Tool {name!r} timed out after {self.timeout:g} s.")
-        return tool_result_from_mcp(result)
+                message = f"Server {self.name!r} connection lost: {exc!r}"
+                raise UpstreamError(message, server=self.name) from None
+        # Like a local function's: a result the model reads; the server is still there.
+        return ToolResult.error(f"Tool {name!r} timed out after {self.timeout:g} s.")
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for the first connection outcome; True when the server is up."""
@@ -216,6 +232,7 @@ class MCPServerToolset(Toolset):
             if cursor is None:
                 break
         self._tools = tools
+        self._version += 1
 
     async def _changed(self, client: Client) -> None:
         await self._refresh(client)
@@ -255,14 +272,14 @@ class MCPServerToolset(Toolset):
         await self._on_status(self.name, status, detail)
 
 
-async def _direct_call(pipe: StdioPipe, name: str, args: Mapping[str, Any]) -> types.CallToolResult:
+async def _direct_call(pipe: StdioPipe, name: str, args: Mapping[str, Any]) -> ToolResult:
     """``tools/call`` straight down a stdio pipe (no progress wanted, so no session needed)."""
-    raw = await pipe.request("tools/call", {"name": name, "arguments": dict(args)})
+    raw = await pipe.request("tools/call", {"name": name, "arguments": args})
     if raw.get("resultType") == "input_required":
         # The gateway does not relay an upstream's questions (as with elicitation requests).
         message = f"Server asked for input on {name!r}; lockgate does not relay upstream questions."
-        return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-    return types.CallToolResult.model_validate(raw)
+        return ToolResult.error(message)
+    return tool_result_from_wire(raw)
 
 
 def _listens(client: Client) -> bool:

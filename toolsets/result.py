@@ -1,31 +1,79 @@
-"""`ToolResult`: what a tool call returns, in MCP content blocks."""
+"""`ToolResult`: what a tool call returns, kept in MCP wire form.
+
+A result is held as the JSON object of an MCP ``CallToolResult`` (``content``,
+``structuredContent``, ``isError``, ``_meta``). An upstream's result passes through the chain as
+the object its JSON was decoded into, and a face encodes it once: no SDK models on the way.
+Content blocks are parsed into MCP SDK models only when someone asks for ``content``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_types import ContentBlock, TextContent
+from pydantic import TypeAdapter
 
 __all__ = ["ToolResult"]
 
+_BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
+_WIRE_KEYS = frozenset({"content", "structuredContent", "isError", "_meta"})
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
 class ToolResult:
-    """The result of a tool call.
+    """The result of a tool call (immutable; ``with_meta`` makes a changed copy).
 
     Attributes:
         content: MCP content blocks (text, image, audio, resource links, embedded resources).
         structured_content: The structured result, when the tool has an output schema.
         is_error: True when the tool failed; the model reads ``content``.
-        meta: Extra ``_meta`` to return to the client (approval ids and the like).
+        meta: Extra ``_meta`` returned to the client (approval ids and the like).
     """
 
-    content: Sequence[ContentBlock] = ()
-    structured_content: Mapping[str, Any] | None = None
-    is_error: bool = False
-    meta: Mapping[str, Any] | None = field(default=None)
+    __slots__ = ("_blocks", "_wire")
+
+    def __init__(
+        self,
+        *,
+        content: Sequence[ContentBlock] = (),
+        structured_content: Mapping[str, Any] | None = None,
+        is_error: bool = False,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        blocks = [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in content]
+        wire: dict[str, Any] = {"content": blocks}
+        if structured_content is not None:
+            wire["structuredContent"] = dict(structured_content)
+        wire["isError"] = is_error
+        if meta:
+            wire["_meta"] = dict(meta)
+        self._wire = wire
+        self._blocks: tuple[ContentBlock, ...] | None = tuple(content)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> ToolResult:
+        """The result whose MCP wire form is ``data`` (as decoded from JSON; not copied deeply).
+
+        Only the shape the chain relies on is checked (a ``content`` list of typed blocks); the
+        blocks themselves reach the client as the upstream sent them, and its SDK validates them.
+
+        Raises:
+            ValueError: ``data`` is not a ``CallToolResult`` object.
+        """
+        content = data.get("content", [])
+        if not isinstance(content, list) or not all(
+            isinstance(block, dict) and isinstance(block.get("type"), str) for block in content
+        ):
+            raise ValueError("a tool result needs a list of content blocks")
+        structured = data.get("structuredContent")
+        if structured is not None and not isinstance(structured, dict):
+            raise ValueError("structuredContent must be an object")
+        wire = {k: v for k, v in data.items() if k in _WIRE_KEYS and v is not None}
+        wire["content"] = content
+        wire["isError"] = bool(data.get("isError", False))
+        result = cls.__new__(cls)
+        result._wire, result._blocks = wire, None
+        return result
 
     @classmethod
     def text(
@@ -39,9 +87,52 @@ class ToolResult:
         """An error result the model can read."""
         return cls.text(message, is_error=True, meta=meta)
 
+    @property
+    def wire(self) -> Mapping[str, Any]:
+        """The MCP ``CallToolResult`` JSON object (camelCase keys; do not mutate)."""
+        return self._wire
+
+    @property
+    def content(self) -> tuple[ContentBlock, ...]:
+        """The content blocks as MCP SDK models (parsed on first use)."""
+        if self._blocks is None:
+            self._blocks = tuple(_BLOCKS.validate_python(self._wire["content"]))
+        return self._blocks
+
+    @property
+    def structured_content(self) -> Mapping[str, Any] | None:
+        structured: Mapping[str, Any] | None = self._wire.get("structuredContent")
+        return structured
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self._wire["isError"])
+
+    @property
+    def meta(self) -> Mapping[str, Any] | None:
+        meta: Mapping[str, Any] | None = self._wire.get("_meta")
+        return meta
+
+    def with_meta(self, meta: Mapping[str, Any] | None) -> ToolResult:
+        """A copy whose ``_meta`` is ``meta`` (None removes it); content is shared, not copied."""
+        wire = {k: v for k, v in self._wire.items() if k != "_meta"}
+        if meta:
+            wire["_meta"] = dict(meta)
+        result = ToolResult.__new__(ToolResult)
+        result._wire, result._blocks = wire, self._blocks
+        return result
+
     def first_text(self) -> str:
         """The text of the first text block, or an empty string."""
-        for block in self.content:
-            if isinstance(block, TextContent):
-                return block.text
+        for block in self._wire["content"]:
+            if block.get("type") == "text":
+                return str(block.get("text", ""))
         return ""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolResult) and other._wire == self._wire
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ToolResult({self._wire!r})"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -26,13 +25,7 @@ import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import StdioServerParameters
-from mcp.client._transport import TransportStreams
-from mcp.client.stdio import (
-    _create_platform_compatible_process,  # the SDK's spawn: own process group / job object
-    _get_executable_command,
-    _stop_server_process,  # the SDK's shutdown: close stdin, wait, terminate the tree
-    get_default_environment,
-)
+from mcp.client.stdio import get_default_environment
 from mcp.os.win32.utilities import ServerProcess
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -40,6 +33,14 @@ from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
     PROTOCOL_VERSION_META_KEY,
+)
+
+from toolsets import jsonwire
+from toolsets._sdk_compat import (
+    TransportStreams,
+    create_platform_compatible_process,  # the SDK's spawn: own process group / job object
+    get_executable_command,
+    stop_server_process,  # the SDK's shutdown: close stdin, wait, terminate the tree
 )
 
 __all__ = ["StdioPipe"]
@@ -99,7 +100,7 @@ class StdioPipe:
         line = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body}
         waiter = self._waiters[request_id] = _Waiter()
         try:
-            await self._write(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
+            await self._send(jsonwire.dumps(line))
             self.direct_requests += 1
             await waiter.done.wait()
         except BaseException:
@@ -134,22 +135,25 @@ class StdioPipe:
             "params": {"requestId": request_id, "reason": "the gateway's caller cancelled"},
         }
         with contextlib.suppress(Exception):
-            await self._write(json.dumps(notice, separators=(",", ":")))
+            await self._send(jsonwire.dumps(notice))
 
     async def _write(self, text: str) -> None:
+        await self._send(text.encode(self.params.encoding, self.params.encoding_error_handler))
+
+    async def _send(self, line: bytes) -> None:
+        """One line down the pipe (``line`` is UTF-8 JSON without its newline)."""
         process = self._process
         if process is None or process.stdin is None:
             raise ConnectionError("the server process is not running")
-        data = (text + "\n").encode(self.params.encoding, self.params.encoding_error_handler)
         async with self._write_lock:
-            await process.stdin.send(data)
+            await process.stdin.send(line + b"\n")
 
     def _take(self, line: bytes) -> bool:
         """Hand ``line`` to its direct request, if it answers one (or an abandoned one)."""
         if _ID_MARK not in line:
             return False
         try:
-            message = json.loads(line)
+            message = jsonwire.loads(line)
         except ValueError:
             return False
         if not isinstance(message, dict) or "method" in message:
@@ -176,8 +180,8 @@ class StdioPipe:
     async def transport(self) -> AsyncIterator[TransportStreams]:
         """Start the process; the streams an `mcp.Client` session talks through."""
         params = self.params
-        process = await _create_platform_compatible_process(
-            command=await _get_executable_command(params.command),
+        process = await create_platform_compatible_process(
+            command=await get_executable_command(params.command),
             args=params.args,
             env=get_default_environment() | (params.env or {}),
             cwd=params.cwd,
@@ -197,7 +201,7 @@ class StdioPipe:
                         self._closed()
                         session_writes.close()
                         session_reads.close()
-                        await _stop_server_process(process)
+                        await stop_server_process(process)
                     tg.cancel_scope.cancel()
         finally:
             self._closed()
@@ -205,13 +209,21 @@ class StdioPipe:
     async def _read(self, process: ServerProcess, to_session: _ToSession) -> None:
         """Lines from the server: direct responses to their waiters, the rest to the session."""
         assert process.stdout is not None
-        buffer = b""
+        partial: list[bytes] = []  # a line's chunks so far: joined once, not per chunk
         session_gone = False  # keep draining: a server blocked on a full pipe cannot exit
         try:
             async with to_session:
                 async for chunk in process.stdout:
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
+                    if b"\n" not in chunk:
+                        partial.append(chunk)
+                        continue
+                    lines = chunk.split(b"\n")
+                    if partial:
+                        partial.append(lines[0])
+                        lines[0] = b"".join(partial)
+                        partial.clear()
+                    if last := lines.pop():
+                        partial.append(last)
                     for line in lines:
                         if session_gone or not line.strip() or self._take(line):
                             continue

@@ -10,7 +10,6 @@ import jsonschema_rs
 
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
-from toolsets.errors import ToolNotFoundError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
@@ -62,12 +61,11 @@ class ValidatingToolset(WrapperToolset):
         super().__init__(wrapped)
         self.validators = validators or SchemaValidators()
 
-    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        tool = (await self.wrapped.get_tools(ctx)).get(name)
-        if tool is None:
-            raise ToolNotFoundError(name)
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
         try:
             self.validators.check(tool, args)
         except ArgumentsInvalid as exc:
             return ToolResult.error(str(exc))
-        return await self.wrapped.call_tool(name, args, ctx)
+        return await self.wrapped.call_tool(name, args, ctx, tool)

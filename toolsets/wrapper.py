@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -24,11 +24,17 @@ class WrapperToolset(Toolset):
     def label(self) -> str:
         return f"{type(self).__name__}({self.wrapped.label})"
 
+    @property
+    def version(self) -> Hashable:
+        return self.wrapped.version
+
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         return await self.wrapped.get_tools(ctx)
 
-    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        return await self.wrapped.call_tool(name, args, ctx)
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
+        return await self.wrapped.call_tool(name, args, ctx, tool)
 
     async def __aenter__(self) -> Self:
         await self.wrapped.__aenter__()

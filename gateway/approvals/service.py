@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
 
-from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.approvals.store import PendingStore
-from gateway.approvals.wire import result_from_wire, result_to_wire
+from gateway.approvals.wire import result_to_wire
 from gateway.events import types as events
 from gateway.events.model import Event
 from policies import Decision, PolicyHolder
@@ -29,12 +27,10 @@ from toolsets.validated import ArgumentsInvalid, SchemaValidators
 __all__ = [
     "ApprovalService",
     "DecisionRefused",
-    "Executor",
     "NotAnApprover",
     "Recorder",
     "TooManyPending",
     "may_decide",
-    "pending_result",
 ]
 
 log = logging.getLogger("lockgate.approvals")
@@ -53,14 +49,6 @@ class NotAnApprover(DecisionRefused):
     """The principal may not decide this call."""
 
 
-class Executor(Protocol):
-    """Runs an approved call through the rest of the chain (events, upstream)."""
-
-    async def __call__(
-        self, name: str, args: Mapping[str, Any], ctx: CallContext
-    ) -> ToolResult: ...
-
-
 class Recorder(Protocol):
     """Puts an event on record (audit log, durably) and then publishes it.
 
@@ -68,17 +56,6 @@ class Recorder(Protocol):
     """
 
     async def __call__(self, event: Event) -> None: ...
-
-
-def pending_result(call: PendingCall) -> ToolResult:
-    """The non-executing answer to a call still waiting for a decision or a worker."""
-    waiting = "an approver's decision" if call.kind == "approval" else "an external worker"
-    text = (
-        f"Not executed yet: this call is waiting for {waiting} (approval id {call.id}). "
-        "Re-issue the same call with the same arguments later to get its outcome."
-    )
-    meta = {"lockgate/pending": {"id": call.id, "kind": call.kind, "state": call.state}}
-    return ToolResult.error(text, meta=meta)
 
 
 def _origin(call: PendingCall) -> CallContext:
@@ -113,19 +90,15 @@ class ApprovalService:
         policy: PolicyHolder,
         *,
         catalogue: Catalogue,
-        executor: Executor,
         record: Recorder,
         validators: SchemaValidators,
-        progress_interval: float = 5.0,
         max_pending: int = 20,
     ) -> None:
         self.store = store
         self.policy = policy
         self._catalogue = catalogue
-        self._executor = executor
         self.record = record
         self._validators = validators
-        self.progress_interval = progress_interval
         self.max_pending = max_pending
         self.closing = False
         self._resolving: dict[str, anyio.Event] = {}
@@ -168,21 +141,7 @@ class ApprovalService:
             principal_roles=tuple(sorted(ctx.principal.roles)),
         )
         call = await self.store.create(call)  # durable before anyone is told
-        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
-        if kind == "approval":
-            await self.record(
-                events.approval_requested(
-                    tool,
-                    ctx,
-                    args,
-                    decision,
-                    approval_id=call.id,
-                    reason=call.reason,
-                    expires_at=expires,
-                )
-            )
-        else:
-            await self.record(events.tool_deferred(tool, ctx, args, decision, pending_id=call.id))
+        await self.record(_requested(call, tool, ctx, args, decision))
         return call
 
     # -- deciding ------------------------------------------------------------------------------
@@ -289,6 +248,21 @@ class ApprovalService:
         copied: dict[str, Any] = json.loads(json.dumps(dict(args)))
         return copied
 
+    async def recorded(self, id: str) -> None:
+        """Wait until a decision being applied to ``id`` is on record (held callers wake on the
+        store's transition, which comes first)."""
+        resolving = self._resolving.get(id)
+        if resolving is not None:
+            await resolving.wait()
+
+    async def get(self, id: str) -> PendingCall:
+        """The pending call ``id``.
+
+        Raises:
+            PendingNotFound: no such call.
+        """
+        return await self._get(id)
+
     async def announce(self, call: PendingCall) -> None:
         """Put a call's outcome (decision, expiry, cancellation) on record."""
         await self._resolved(call)
@@ -315,91 +289,17 @@ class ApprovalService:
             raise PendingNotFound(id)
         return call
 
-    # -- settling ------------------------------------------------------------------------------
 
-    async def settle(self, call: PendingCall, ctx: CallContext, hold: float) -> ToolResult:
-        """Hold the call up to ``hold`` seconds, then answer with its outcome (or "pending")."""
-        if call.state in {"pending", "executing"}:
-            call = await self._hold(call, ctx, hold)
-        if call.state == "approved":
-            return await self._execute(call, ctx, hold)
-        if call.state in {"pending", "executing"}:
-            return pending_result(call)
-        return await self._outcome(call)
-
-    async def _hold(self, call: PendingCall, ctx: CallContext, hold: float) -> PendingCall:
-        deadline = anyio.current_time() + hold
-        step = 0
-        try:
-            while (remaining := deadline - anyio.current_time()) > 0:
-                wait = min(remaining, self.progress_interval) if ctx.progress else remaining
-                call = await self.store.wait(call.id, wait, while_in={call.state})
-                if call.state not in {"pending", "executing"}:
-                    return call
-                if ctx.progress is not None:
-                    step += 1
-                    await ctx.progress(step, None, f"awaiting approval {call.id}")
-        except anyio.get_cancelled_exc_class():
-            if call.state == "pending" and not self.closing:
-                with anyio.CancelScope(shield=True):
-                    await self._cancel_quietly(call)
-            raise
-        return call
-
-    async def _cancel_quietly(self, call: PendingCall) -> None:
-        with contextlib.suppress(PendingConflict, PendingNotFound):
-            await self.cancel(call.id, by=call.principal, channel="client")
-
-    async def _execute(self, call: PendingCall, ctx: CallContext, hold: float) -> ToolResult:
-        tool = (await self._catalogue()).get(call.tool)
-        if tool is None or tool.pin != call.tool_pin:
-            reason = f"tool {call.tool!r} changed or disappeared after approval; not executed"
-            failed = await self.store.transition(
-                call.id, expect={"approved"}, to="failed", error=reason, delivered=True
-            )
-            return ToolResult.error(reason, meta={"lockgate/pending": {"id": failed.id}})
-        resolving = self._resolving.get(call.id)
-        if resolving is not None:
-            await resolving.wait()
-        try:
-            claimed = await self.store.transition(call.id, expect={"approved"}, to="executing")
-        except PendingConflict:  # another identical call claimed it first
-            return await self.settle(await self._get(call.id), ctx, hold)
-        try:
-            # The run is the approved call's: its events carry that call's id.
-            run_ctx = replace(ctx, call_id=claimed.call_id)
-            result = await self._executor(claimed.tool, claimed.effective_args, run_ctx)
-        except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                await self.store.transition(
-                    claimed.id, expect={"executing"}, to="failed", error=repr(exc), delivered=True
-                )
-            raise
-        await self.store.transition(
-            claimed.id,
-            expect={"executing"},
-            to="failed" if result.is_error else "done",
-            result=result_to_wire(result),
-            delivered=True,
-        )
-        return result
-
-    async def _outcome(self, call: PendingCall) -> ToolResult:
-        meta = {"lockgate/pending": {"id": call.id, "state": call.state}}
-        if call.state in {"denied", "done", "failed"} and not call.delivered:
-            with contextlib.suppress(PendingConflict):
-                await self.store.deliver(call.id)
-        if call.state == "denied":
-            return ToolResult.error(call.message or "The call was denied.", meta=meta)
-        if call.state in {"done", "failed"} and call.result is not None:
-            return replace(result_from_wire(call.result), meta=meta)
-        if call.state == "expired":
-            return ToolResult.error(
-                f"Approval {call.id} expired without a decision; not executed.", meta=meta
-            )
-        if call.state == "cancelled":
-            return ToolResult.error(f"Call {call.id} was cancelled; not executed.", meta=meta)
-        return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
+def _requested(
+    call: PendingCall, tool: ToolDef, ctx: CallContext, args: Mapping[str, Any], decision: Decision
+) -> Event:
+    """``tool.approval.requested`` for a held call, ``tool.deferred`` for an external one."""
+    if call.kind == "external":
+        return events.tool_deferred(tool, ctx, args, decision, pending_id=call.id)
+    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
+    return events.approval_requested(
+        tool, ctx, args, decision, approval_id=call.id, reason=call.reason, expires_at=expires
+    )
 
 
 def _outcome_of(
@@ -421,4 +321,4 @@ def _value_result(value: Any) -> ToolResult:
         return ToolResult.text(value)
     text = json.dumps(value)
     structured = value if isinstance(value, dict) else {"result": value}
-    return replace(ToolResult.text(text), structured_content=structured)
+    return ToolResult(content=ToolResult.text(text).content, structured_content=structured)

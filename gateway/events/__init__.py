@@ -3,10 +3,10 @@
 from gateway.events.audit import AuditEntry, AuditLog, VerifyReport, verify
 from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import BusStats, EventBus, Listener, Subscription, compile_patterns
+from gateway.events.calls import BusObserver
 from gateway.events.model import CONTROL_TYPES, EVENT_TYPES, GAP, RESET, Event, EventType
 from gateway.events.redact import MASK, mask_credentials, redact
 from gateway.events.sse import bearer_authorizer, events_endpoint
-from gateway.events.toolset import DecisionLookup, EventsToolset
 from gateway.events.types import ALLOW, DecisionLike, SimpleDecision
 from gateway.events.webhooks import WebhookConfig, WebhookSink
 
@@ -20,13 +20,12 @@ __all__ = [
     "AuditEntry",
     "AuditLog",
     "AuditSink",
+    "BusObserver",
     "BusStats",
     "DecisionLike",
-    "DecisionLookup",
     "Event",
     "EventBus",
     "EventType",
-    "EventsToolset",
     "Listener",
     "SimpleDecision",
     "Subscription",

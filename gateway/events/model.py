@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time as _time
@@ -11,6 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Final, Literal
+
+from toolsets import jsonwire
 
 __all__ = [
     "CONTROL_TYPES",
@@ -143,9 +144,7 @@ class Event:
     @cached_property
     def json_bytes(self) -> bytes:
         """The envelope as compact UTF-8 JSON, encoded once and shared by every sink."""
-        return json.dumps(
-            self.to_cloudevent(), separators=(",", ":"), ensure_ascii=False, default=str
-        ).encode()
+        return jsonwire.dumps(self.to_cloudevent(), default=str)
 
     @classmethod
     def from_cloudevent(cls, envelope: Mapping[str, Any]) -> Event:

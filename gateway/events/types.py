@@ -99,8 +99,8 @@ def response_data(result: ToolResult, secrets: tuple[str, ...] = ()) -> dict[str
 
     ``secrets`` are values masked wherever they appear (the call's policy-redacted arguments).
     """
-    content = [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in result.content]
-    data = {"content": content, "structuredContent": result.structured_content}
+    wire = result.wire
+    data = {"content": wire["content"], "structuredContent": wire.get("structuredContent")}
     return mask_values(redact(data), secrets)  # type: ignore[no-any-return]
 
 

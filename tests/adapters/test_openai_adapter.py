@@ -1,4 +1,4 @@
-"""`toolsets.openai` end to end: schemas, running tool calls, approvals, and the real client.
+"""`gateway.adapters.openai` end to end: schemas, tool calls, approvals, and the real client.
 
 Tool-call tests run against the gateway in process and over HTTP in both MCP eras; the chat and
 Responses loops use the real ``openai`` client against the example's fake server.
@@ -20,8 +20,7 @@ from adapter_support import BACKENDS, OPS, OPS_TOKEN, agent_of, token_of
 from openai import AsyncOpenAI
 from openai.types.responses import ResponseFunctionToolCall
 
-from gateway.gateway import Gateway
-from toolsets.openai import (
+from gateway.adapters.openai import (
     HostDecision,
     InProcessGateway,
     RemoteGateway,
@@ -32,6 +31,7 @@ from toolsets.openai import (
     run_responses_calls,
     run_tool_calls,
 )
+from gateway.gateway import Gateway
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
 
 FAKE_SERVER = Path(__file__).parents[2] / "examples" / "fake_openai_server.py"

@@ -1,4 +1,4 @@
-"""`toolsets.pydantic_ai.GatewayToolset` end to end: a pydantic-ai agent on a running gateway.
+"""`gateway.adapters.pydantic_ai.GatewayToolset` end to end: a pydantic-ai agent on a gateway.
 
 Every test runs against the gateway in process and over HTTP in both MCP eras.
 """
@@ -23,8 +23,8 @@ from pydantic_ai import (
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from gateway.adapters.pydantic_ai import GatewayToolset
 from gateway.gateway import Gateway
-from toolsets.pydantic_ai import GatewayToolset
 
 Toolsets = Callable[..., contextlib.AbstractAsyncContextManager[GatewayToolset]]
 

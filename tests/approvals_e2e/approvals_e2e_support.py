@@ -22,10 +22,10 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from support import write_config
 
 from gateway.gateway import Gateway
+from toolsets._sdk_compat import create_mcp_http_client
 
 HERE = Path(__file__).parent
 RECORDER = str(HERE / "recorder_server.py")

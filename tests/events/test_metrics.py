@@ -12,8 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp
+from support import call
 
-from gateway.events import EventBus, EventsToolset, SimpleDecision
+from gateway.events import BusObserver, EventBus, SimpleDecision
 from gateway.events.types import (
     approval_requested,
     approval_resolved,
@@ -22,6 +23,7 @@ from gateway.events.types import (
 )
 from gateway.metrics import Metrics, metrics_endpoint
 from toolsets import CallContext, ExternalToolset, ToolDef, ToolResult
+from toolsets.events import EventsToolset
 
 Server = Callable[[ASGIApp], AbstractAsyncContextManager[str]]
 READ = ToolDef(name="files__read", server="files", upstream_name="read")
@@ -43,11 +45,11 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 async def test_exposition_has_call_approval_event_and_upstream_series(http_server: Server) -> None:
     bus, metrics = EventBus("gw"), Metrics()
     metrics.track(bus)
-    toolset = EventsToolset(ExternalToolset([READ, WRITE], run), bus)
+    toolset = EventsToolset(ExternalToolset([READ, WRITE], run), BusObserver(bus))
     ask = SimpleDecision("ask", "protect-secrets")
     async with bus.subscribe(buffer=1, name="slow"):
-        await toolset.call_tool("files__read", {}, CallContext())
-        await toolset.call_tool("files__read", {"missing": True}, CallContext())
+        await call(toolset, "files__read", {}, CallContext())
+        await call(toolset, "files__read", {"missing": True}, CallContext())
         bus.publish(tool_denied(WRITE, CallContext(), {}, SimpleDecision("deny", "no"), "no"))
         bus.publish(approval_requested(WRITE, CallContext(), {}, ask, approval_id="a1"))
         bus.publish(approval_requested(WRITE, CallContext(), {}, ask, approval_id="a2"))

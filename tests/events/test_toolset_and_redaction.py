@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import anyio
 import pytest
+from support import call as call_tool
 
-from gateway.events import MASK, EventBus, EventsToolset, SimpleDecision, redact
+from gateway.events import MASK, BusObserver, EventBus, redact
 from gateway.events.types import tools_changed
 from toolsets import CallContext, ExternalToolset, Principal, ToolDef, ToolResult, sha256_hex
+from toolsets.decision import Decision
+from toolsets.events import EventsToolset
 
 ECHO = ToolDef(name="files__echo", server="files", upstream_name="echo")
 BOOM = ToolDef(name="files__boom", server="files", upstream_name="boom")
@@ -22,18 +26,18 @@ async def executor(tool: ToolDef, args: Mapping[str, Any], ctx: CallContext) -> 
     return ToolResult.text(f"echo {args['text']} with Bearer abcdefghijklmnop")
 
 
-def events_toolset(bus: EventBus, redact_paths: tuple[str, ...] = ()) -> EventsToolset:
-    decision = SimpleDecision("allow", "read-only-files", redact_paths)
-    return EventsToolset(
-        ExternalToolset([ECHO, BOOM], executor), bus, decision_of=lambda name, ctx: decision
-    )
+DECIDED = Decision(effect="allow", rule_id="read-only-files", reason="matched")
+
+
+def events_toolset(bus: EventBus) -> EventsToolset:
+    return EventsToolset(ExternalToolset([ECHO, BOOM], executor), BusObserver(bus))
 
 
 async def test_call_then_result_share_the_call_id_and_carry_the_decision() -> None:
     bus = EventBus("gw")
-    ctx = CallContext(principal=Principal(id="agent:ci"), session_id="s1")
+    ctx = CallContext(principal=Principal(id="agent:ci"), session_id="s1", decision=DECIDED)
     async with bus.subscribe(["tool.*"]) as sub, events_toolset(bus) as toolset:
-        result = await toolset.call_tool("files__echo", {"text": "hi"}, ctx)
+        result = await call_tool(toolset, "files__echo", {"text": "hi"}, ctx)
         call, done = await anext(sub), await anext(sub)
     assert result.first_text().startswith("echo hi")
     assert (call.type, done.type) == ("tool.call", "tool.result")
@@ -61,8 +65,8 @@ async def test_policy_paths_and_credentials_are_masked_but_the_hash_covers_the_r
     bus = EventBus("gw")
     args = {"text": "hi", "token": "t0ps3cret", "note": "key sk-proj-abcdefghijklmnopqrstuvwx"}
     async with bus.subscribe(["tool.call"]) as sub:
-        toolset = events_toolset(bus, ("args.token",))
-        await toolset.call_tool("files__echo", args, CallContext())
+        ctx = CallContext(decision=replace(DECIDED, redact=("args.token",)))
+        await call_tool(events_toolset(bus), "files__echo", args, ctx)
         call = await anext(sub)
     assert call.data["args"] == {"text": "hi", "token": MASK, "note": f"key {MASK}"}
     assert b"t0ps3cret" not in call.json_bytes
@@ -74,7 +78,7 @@ async def test_a_raising_tool_still_gets_an_error_result_event() -> None:
     bus = EventBus("gw")
     async with bus.subscribe() as sub:
         with pytest.raises(RuntimeError):
-            await events_toolset(bus).call_tool("files__boom", {}, CallContext())
+            await call_tool(events_toolset(bus), "files__boom", {}, CallContext())
         with anyio.fail_after(1):
             call, done = await anext(sub), await anext(sub)
     assert call.type == "tool.call"

@@ -24,7 +24,6 @@ import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,6 +34,7 @@ from gateway.events.bus import Subscription
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from gateway.http_app import build_app
+from toolsets._sdk_compat import create_mcp_http_client
 
 HERE = Path(__file__).parent
 VAULT = str(HERE / "vault_server.py")

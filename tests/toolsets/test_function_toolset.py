@@ -11,6 +11,7 @@ import anyio.from_thread
 import fixtures_functions
 import pytest
 from pydantic import BaseModel
+from support import call as call_tool
 
 from toolsets.context import CallContext, Principal
 from toolsets.errors import LockgateError, ToolNotFoundError
@@ -34,7 +35,7 @@ class Point(BaseModel):
 async def call(toolset: FunctionToolset, name: str, **args: Any) -> ToolResult:
     async with toolset:
         with anyio.fail_after(5):
-            return await toolset.call_tool(name, args, CTX)
+            return await call_tool(toolset, name, args, CTX)
 
 
 async def test_tools_are_listed_with_server_description_and_schema() -> None:
@@ -200,9 +201,9 @@ async def test_progress_reaches_the_caller_from_async_and_sync_tools() -> None:
 
     toolset = FunctionToolset([fetch, crunch])
     ctx = CallContext(principal=Principal(id="p"), progress=on_progress)
-    await toolset.call_tool("fetch", {}, ctx)
-    await toolset.call_tool("crunch", {}, ctx)
-    await toolset.call_tool("fetch", {}, CallContext())  # no progress asked: nothing happens
+    await call_tool(toolset, "fetch", {}, ctx)
+    await call_tool(toolset, "crunch", {}, ctx)
+    await call_tool(toolset, "fetch", {}, CallContext())  # no progress asked: nothing happens
     assert reports == [(1, 2, "half"), (2, 2, None)]
 
 

@@ -21,8 +21,9 @@ from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, PROTOCOL_VERSION_META_KEY
 from support import ECHO_SERVER
+from support import call as call_tool
 
-from toolsets import CallContext
+from toolsets import CallContext, UpstreamError
 from toolsets.mcp_convert import tool_result_from_mcp
 from toolsets.mcp_server import MCPServerToolset
 from toolsets.result import ToolResult
@@ -98,8 +99,12 @@ def raw_server(tmp_path: Path) -> list[str]:
 
 
 async def wait_cancelled(toolset: MCPServerToolset, results: list[ToolResult]) -> None:
-    """A direct call that waits (up to 10 s) in the server until something ends it."""
-    results.append(await toolset.call_tool("wait_cancelled", {"timeout": 10}, CallContext()))
+    """A direct call that waits (up to 10 s) in the server until something ends it; a lost
+    server ends it with `UpstreamError`, recorded as the error result a client would read."""
+    try:
+        results.append(await call_tool(toolset, "wait_cancelled", {"timeout": 10}, CallContext()))
+    except UpstreamError as exc:
+        results.append(ToolResult.error(str(exc)))
 
 
 def pipe_of(toolset: MCPServerToolset) -> StdioPipe:
@@ -135,7 +140,7 @@ async def test_plain_calls_go_down_the_pipe_and_match_the_sdk_path(
             direct: dict[str, ToolResult] = {}
             for name, args in calls:
                 before = pipe.direct_requests
-                direct[name] = await toolset.call_tool(name, args, CallContext())
+                direct[name] = await call_tool(toolset, name, args, CallContext())
                 assert pipe.direct_requests == before + 1, name
                 via_sdk = tool_result_from_mcp(await client.call_tool(name, dict(args)))
                 assert pipe.direct_requests == before + 1, name
@@ -154,7 +159,7 @@ async def test_handshake_sessions_send_no_envelope_even_after_a_discover_probe(
             assert client is not None
             assert toolset.protocol_version == "2025-11-25"
             via_sdk = tool_result_from_mcp(await client.call_tool("meta", {}))
-            direct = await toolset.call_tool("meta", {}, CallContext())
+            direct = await call_tool(toolset, "meta", {}, CallContext())
             assert pipe.direct_requests == 1
             # The server sees the same client either way: no 2026-07-28 envelope on either.
             assert direct.first_text() == via_sdk.first_text() == "null"
@@ -171,7 +176,7 @@ async def test_calls_with_progress_go_through_the_sdk_session(
             pipe = pipe_of(toolset)
             before = pipe.direct_requests
             ctx = CallContext(progress=progress)
-            result = await toolset.call_tool("slow", {"steps": 3}, ctx)
+            result = await call_tool(toolset, "slow", {"steps": 3}, ctx)
             assert pipe.direct_requests == before
     assert result.first_text() == "done 3"
     assert not result.is_error
@@ -189,7 +194,7 @@ async def test_concurrent_direct_and_sdk_calls_each_get_their_own_answer(
     def call(key: str, name: str, args: dict[str, Any], answer: str, sdk: bool = False) -> None:
         async def run() -> None:
             ctx = CallContext(progress=Progress() if sdk else None)
-            result = await toolset.call_tool(name, args, ctx)
+            result = await call_tool(toolset, name, args, ctx)
             assert not result.is_error, result
             got[key] = result.first_text()
 
@@ -230,12 +235,12 @@ async def test_upstream_errors_surface_as_mcp_errors_and_error_results(
                 await pipe.request("nope/method", {})
             assert caught.value.code == METHOD_NOT_FOUND
             before = pipe.direct_requests
-            failed = await toolset.call_tool("fail", {"message": "boom"}, CallContext())
+            failed = await call_tool(toolset, "fail", {"message": "boom"}, CallContext())
             assert pipe.direct_requests == before + 1
             assert failed.is_error
             assert "boom" in failed.first_text()
             # The pipe is still good after both.
-            ok = await toolset.call_tool("echo", {"text": "still here"}, CallContext())
+            ok = await call_tool(toolset, "echo", {"text": "still here"}, CallContext())
     assert ok.first_text() == "still here"
     assert not ok.is_error
 
@@ -250,17 +255,17 @@ async def test_cancelling_a_direct_call_cancels_it_upstream(
             pipe = pipe_of(toolset)
             with anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(toolset.call_tool, "slow", {"steps": 100}, CallContext())
+                    tg.start_soon(call_tool, toolset, "slow", {"steps": 100}, CallContext())
                     await until(lambda: pipe.direct_requests == 1)
                     await anyio.sleep(0.1)  # the server is inside the call
                     scope.cancel()
             assert not pipe._waiters
             assert list(pipe._abandoned) == ["lockgate-1"]
-            seen = await toolset.call_tool("wait_cancelled", {"timeout": 2}, CallContext())
+            seen = await call_tool(toolset, "wait_cancelled", {"timeout": 2}, CallContext())
             assert seen.structured_content == {"result": True}
             assert pipe.direct_requests == 2
             progress = Progress()
-            sdk = await toolset.call_tool("slow", {"steps": 1}, CallContext(progress=progress))
+            sdk = await call_tool(toolset, "slow", {"steps": 1}, CallContext(progress=progress))
             assert sdk.first_text() == "done 1"
             assert progress.seen == [(1, 1, "step 1")]
             assert toolset.status == "up"
@@ -276,10 +281,10 @@ async def test_a_late_response_to_an_abandoned_request_never_reaches_the_session
             pipe, client = pipe_of(toolset), toolset._client
             assert client is not None
             with anyio.move_on_after(0.2) as scope:
-                await toolset.call_tool("hang", {}, CallContext())
+                await call_tool(toolset, "hang", {}, CallContext())
             assert scope.cancelled_caught
             # The server answers in order: the late "late" line came before each of these.
-            after = await toolset.call_tool("echo", {"text": "after"}, CallContext())
+            after = await call_tool(toolset, "echo", {"text": "after"}, CallContext())
             assert after.first_text() == "after"
             assert not after.is_error
             listed = await client.list_tools()
@@ -315,7 +320,7 @@ async def test_a_server_dying_mid_call_ends_the_call_and_the_toolset_reconnects(
             assert not pipe.open
             await until(lambda: toolset.status == "up" and toolset._pipe not in (None, pipe))
             new_pipe = pipe_of(toolset)
-            again = await toolset.call_tool("echo", {"text": "back"}, CallContext())
+            again = await call_tool(toolset, "echo", {"text": "back"}, CallContext())
             assert again.first_text() == "back"
             assert new_pipe.direct_requests == 1
             assert new_pipe._process is not None
@@ -335,12 +340,12 @@ async def test_list_changed_refreshes_the_catalogue_after_a_direct_call(
         async with upstream(era, mode, on_tools_changed=on_tools_changed) as toolset:
             pipe = pipe_of(toolset)
             assert "extra_1" not in toolset.tools
-            added = await toolset.call_tool("add_tool", {}, CallContext())
+            added = await call_tool(toolset, "add_tool", {}, CallContext())
             assert added.first_text() == "extra_1"
             assert pipe.direct_requests == 1
             await until(lambda: "extra_1" in toolset.tools)
             assert set(changed) == {"up"}
-            extra = await toolset.call_tool("extra_1", {}, CallContext())
+            extra = await call_tool(toolset, "extra_1", {}, CallContext())
             assert extra.first_text() == "extra_1"
             assert pipe.direct_requests == 2
 

@@ -1,28 +1,29 @@
-"""The express lane: plain ``tools/call`` POSTs answered straight from the gateway chain.
+"""The fast path of ``/mcp``: plain ``tools/call`` POSTs framed here, run by the one `CallHandler`.
 
 The SDK's streamable-HTTP transport takes every request through a session task, memory streams,
-a JSON-RPC dispatcher, pydantic models and (handshake era) an SSE response: about a millisecond
-of CPU for an echo call, several times the gateway's own chain. Most calls need none of that:
-no progress, no back-channel to the client, no answers to an earlier question. For those this
-lane parses the body once, calls the chain and writes the JSON-RPC response itself.
+a JSON-RPC dispatcher, pydantic models and (handshake era) an SSE response: more CPU than the
+gateway's whole chain for an echo call. Most calls need none of it: no progress, no back-channel
+to the client, no answer to an earlier question. For those this path parses the body once, hands
+the call to the same `CallHandler` as the SDK handler and writes one JSON body.
 
 Everything else goes, body replayed, to the SDK app, which stays the authority on sessions and
-protocol errors: other methods, progress tokens, answers to ``InputRequired``, calls the policy
-would put to the caller over a handshake session (that needs the session's back-channel), unknown
-tools, and any request the SDK would refuse (headers, envelope, ``Mcp-Param-*`` mismatches).
-The answers are the same either way; ``tests/gateway/test_express.py`` compares them.
+protocol errors: other methods, progress tokens, answers to ``InputRequired``, calls that would
+ask a handshake-era caller (`BackChannelRequired`: that needs the session's back-channel; raised
+before anything ran), sessions not opened by this credential, and any request the SDK would
+refuse (headers, envelope, ``Mcp-Param-*`` mismatches). ``lockgate_mcp_requests_total{path}``
+counts which path answered; ``tests/gateway/test_fast_path.py`` compares the answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import (
@@ -33,22 +34,21 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     validate_mcp_param_headers,
 )
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp_types import INTERNAL_ERROR, SERVER_INFO_META_KEY, ErrorData
+from mcp_types import SERVER_INFO_META_KEY, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.approvals.toolset import InputRequired
-from gateway.caller_approval import input_required_result
+from gateway.approvals.caller import BackChannelRequired
+from gateway.calls import CallOutcome, ToolCallRequest
 from gateway.downstream import PRINCIPAL_SCOPE_KEY, GatewayServer
-from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal
-from toolsets.errors import ToolNotFoundError
-from toolsets.mcp_convert import tool_result_to_mcp
+from gateway.metrics import Metrics
+from toolsets import _sdk_compat as sdk
+from toolsets import jsonwire
+from toolsets.context import ClientInfo, Principal
+from toolsets.result import ToolResult
 
-__all__ = ["ExpressLane"]
-
-log = logging.getLogger("lockgate.downstream")
+__all__ = ["FastPath"]
 
 RequestId = str | int
 MAX_BODY = 4 * 1024 * 1024
@@ -63,8 +63,7 @@ _HEADER_KEYWORD = f'"{X_MCP_HEADER_KEY}"'
 @dataclass(frozen=True, slots=True)
 class _Call:
     id: RequestId
-    name: str
-    args: dict[str, Any]
+    request: ToolCallRequest
 
 
 def _plain_call(message: Mapping[str, Any]) -> _Call | None:
@@ -82,7 +81,7 @@ def _plain_call(message: Mapping[str, Any]) -> _Call | None:
         return None
     if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
         return None
-    return _Call(request_id, name, args)
+    return _Call(request_id, ToolCallRequest(name=name, arguments=args))
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
@@ -131,17 +130,33 @@ async def _send_json(send: Send, status: int, body: bytes, session_id: str | Non
     await send({"type": "http.response.body", "body": body})
 
 
-def _message(request_id: RequestId, outcome: Mapping[str, Any] | ErrorData) -> bytes:
-    """The JSON-RPC response carrying ``outcome`` (a result, or an error)."""
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+def _framed(outcome: CallOutcome, *, stamp: Any | None) -> dict[str, Any]:
+    """The JSON-RPC ``result`` or ``error`` member for ``outcome``; ``stamp`` (2026-07-28 only)
+    is the gateway's ``serverInfo``, which 2026-07-28 results carry."""
     if isinstance(outcome, ErrorData):
-        message["error"] = outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {"error": outcome.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    if isinstance(outcome, ToolResult):
+        result = dict(outcome.wire)
+        if stamp is not None:
+            result["resultType"] = "complete"
     else:
-        message["result"] = outcome
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+        result = outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if stamp is not None:
+        result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: stamp}
+    return {"result": result}
 
 
-class ExpressLane:
+def _message(request_id: RequestId, member: dict[str, Any]) -> bytes:
+    return jsonwire.dumps({"jsonrpc": "2.0", "id": request_id, **member})
+
+
+def _requestor(scope: Scope) -> object:
+    """Who the SDK takes this request to be from, as it compares with a session's owner."""
+    user = scope.get("user")
+    return authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+
+
+class FastPath:
     """ASGI app in front of the SDK's streamable-HTTP app (see the module docstring)."""
 
     def __init__(
@@ -150,12 +165,14 @@ class ExpressLane:
         server: GatewayServer,
         manager: StreamableHTTPSessionManager,
         *,
+        metrics: Metrics,
         max_body: int = MAX_BODY,
     ) -> None:
         self.app = app
         self.downstream = server.downstream
-        self.gateway = server.downstream.gateway
+        self.handle = server.downstream.handle
         self.manager = manager
+        self.metrics = metrics
         self.max_body = max_body
         self._stamp = server.server_info_stamp
         self._inflight: dict[tuple[str, RequestId], anyio.CancelScope] = {}
@@ -163,15 +180,18 @@ class ExpressLane:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
+            self.metrics.sdk_path.inc()
             await self.app(scope, receive, send)
             return
         messages, body = await _read_body(receive, self.max_body)
         if body is not None and await self._serve(scope, body, receive, send):
+            self.metrics.fast_path.inc()
             return
+        self.metrics.sdk_path.inc()
         await self.app(scope, _replay(messages, receive), send)
 
     async def _serve(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
-        """Answer the request when it is on the express lane; False hands it to the SDK."""
+        """Answer the request when it is on the fast path; False hands it to the SDK."""
         raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         headers = dict(raw)
         if not headers.get("content-type", "").lower().startswith("application/json"):
@@ -180,51 +200,63 @@ class ExpressLane:
         if not (has_json and has_sse):  # what the SDK requires of both eras' POSTs
             return False
         try:
-            message = json.loads(body)
+            message = jsonwire.loads(body)
         except (ValueError, RecursionError):
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
         method = message.get("method")
         version = headers.get("mcp-protocol-version")
-        principal = scope.get(PRINCIPAL_SCOPE_KEY, ANONYMOUS)
+        principal = scope.get(PRINCIPAL_SCOPE_KEY)
         if not isinstance(principal, Principal):
             return False
         if method == "notifications/cancelled" and "id" not in message:
-            return await self._cancel(headers, message, principal, send)
+            return await self._cancel(headers, message, scope, send)
         call = _plain_call(message) if method == "tools/call" else None
         if call is None:
             return False
         if version in MODERN_PROTOCOL_VERSIONS:
             if find_duplicated_routing_header(raw) is not None:
                 return False
-            return await self._modern(
-                message, headers, call, principal=principal, receive=receive, send=send
-            )
+            return await self._modern(message, headers, call, principal, receive=receive, send=send)
         if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
-            return await self._legacy(headers, call, principal, send)
+            return await self._legacy(headers, call, principal, scope, send)
         return False
 
-    async def _legacy(
-        self, headers: Mapping[str, str], call: _Call, principal: Principal, send: Send
-    ) -> bool:
+    def _session(self, headers: Mapping[str, str], scope: Scope) -> str | None:
+        """The open 2025-11-25 session this request names, if this credential opened it (the
+        SDK's own owner check: anyone else gets the SDK's 404)."""
         session_id = headers.get("mcp-session-id")
         if session_id is None:
+            return None
+        transport = sdk.open_session(self.manager, session_id)
+        if transport is None or transport.is_terminated:
+            return None
+        if sdk.session_owner(self.manager, session_id) != _requestor(scope):
+            return None
+        return session_id
+
+    async def _legacy(
+        self,
+        headers: Mapping[str, str],
+        call: _Call,
+        principal: Principal,
+        scope: Scope,
+        send: Send,
+    ) -> bool:
+        session_id = self._session(headers, scope)
+        client = self.downstream.sessions.get(session_id) if session_id is not None else None
+        if session_id is None or client is None:
             return False
-        transport = self.manager._server_instances.get(session_id)  # the SDK's open sessions
-        known = self.downstream.sessions.get(session_id)
-        if transport is None or transport.is_terminated or known is None:
-            return False
-        if known.principal_id != principal.id:
-            return False
-        ctx = CallContext(principal=principal, session_id=session_id, client=known.client)
-        if await self.gateway.asks_caller(call.name, call.args, ctx):
-            return False  # the question travels on the session's back-channel: the SDK's
         key = (session_id, call.id)
         with anyio.CancelScope() as cancel:
             self._inflight[key] = cancel
             try:
-                outcome = await self._run(call, ctx)
+                outcome = await self.handle(
+                    call.request, principal=principal, session_id=session_id, client=client
+                )
+            except BackChannelRequired:
+                return False  # the question travels on the session's back-channel: the SDK's
             finally:
                 self._inflight.pop(key, None)
         if cancel.cancelled_caught:
@@ -233,61 +265,31 @@ class ExpressLane:
             await send(start)
             await send({"type": "http.response.body", "body": b""})
             return True
-        if outcome is None:
-            return False
-        await _send_json(send, 200, _message(call.id, outcome), session_id)
+        await _send_json(send, 200, _message(call.id, _framed(outcome, stamp=None)), session_id)
         return True
-
-    async def _run(self, call: _Call, ctx: CallContext) -> dict[str, Any] | ErrorData | None:
-        """The call through the chain: its wire result, its JSON-RPC error, or None when the
-        SDK should answer instead (an unknown tool, before anything ran)."""
-        try:
-            result = await self.gateway.call_tool(call.name, call.args, ctx)
-        except ToolNotFoundError:
-            return None
-        except InputRequired as held:
-            asked = input_required_result(self.gateway, held, ctx)
-            return asked.model_dump(mode="json", by_alias=True, exclude_none=True)
-        except Exception as exc:
-            error = handler_exception_to_error_data(exc)
-            if error is None:
-                log.exception("tools/call %s failed", call.name)
-                error = ErrorData(code=INTERNAL_ERROR, message="Internal server error")
-            return error
-        dumped = tool_result_to_mcp(result).model_dump(
-            mode="json", by_alias=True, exclude_none=True
-        )
-        if ctx.client.era == "modern":
-            dumped["resultType"] = "complete"
-        else:
-            dumped.pop("resultType", None)  # 2026-07-28 vocabulary, not on a handshake wire
-        return dumped
 
     def _param_headers_mismatch(self, call: _Call, headers: Mapping[str, str]) -> bool:
         """The SDK's ``Mcp-Param-*`` check, skipped for schemas that declare no header (the
         answer is the same: nothing to compare) when the request sends none."""
-        schema = self.downstream.catalogue.input_schema(call.name)
-        if schema is None or not (call.args or any(k.startswith(_PARAM) for k in headers)):
+        name, args = call.request.name, call.request.arguments
+        schema = self.downstream.catalogue.input_schema(name)
+        sends_params = any(k.startswith(_PARAM) for k in headers)
+        if schema is None or not (args or sends_params):
             return False
-        if self._header_free.get(call.name) is schema and not any(
-            k.startswith(_PARAM) for k in headers
-        ):
+        if self._header_free.get(name) is schema and not sends_params:
             return False
-        if validate_mcp_param_headers(schema, call.args, headers) is not None:
+        if validate_mcp_param_headers(schema, dict(args), headers) is not None:
             return True
         if _HEADER_KEYWORD not in json.dumps(schema):
-            self._header_free[call.name] = schema
+            self._header_free[name] = schema
         return False
 
     async def _cancel(
-        self, headers: Mapping[str, str], message: Mapping[str, Any], who: Principal, send: Send
+        self, headers: Mapping[str, str], message: Mapping[str, Any], scope: Scope, send: Send
     ) -> bool:
-        """``notifications/cancelled`` for a call on this lane: cancel it, acknowledge 202.
-        Only the session's own agent can; anyone else gets the SDK's answer (404)."""
-        session_id = headers.get("mcp-session-id")
-        known = self.downstream.sessions.get(session_id) if session_id is not None else None
-        if known is None or known.principal_id != who.id:
-            return False
+        """``notifications/cancelled`` for a call on this path: cancel it, acknowledge 202.
+        Only the session's owner can; anyone else gets the SDK's answer (404)."""
+        session_id = self._session(headers, scope)
         params = message.get("params")
         request_id = params.get("requestId") if isinstance(params, dict) else None
         if session_id is None or isinstance(request_id, bool):
@@ -307,8 +309,8 @@ class ExpressLane:
         message: Mapping[str, Any],
         headers: Mapping[str, str],
         call: _Call,
-        *,
         principal: Principal,
+        *,
         receive: Receive,
         send: Send,
     ) -> bool:
@@ -324,25 +326,20 @@ class ExpressLane:
             elicitation=isinstance(caps, dict) and caps.get("elicitation") is not None,
             transport="http",
         )
-        ctx = CallContext(principal=principal, client=client)
         with anyio.CancelScope() as cancel:
             # Structural cancellation: the client closing the exchange cancels the call. A bare
             # asyncio task watches (uvicorn runs asyncio), a task group per call costs more.
             watcher = asyncio.get_running_loop().create_task(_disconnect(receive, cancel))
             try:
-                outcome = await self._run(call, ctx)
+                outcome = await self.handle(
+                    call.request, principal=principal, session_id=None, client=client
+                )
             finally:
                 watcher.cancel()
-        disconnected = cancel.cancelled_caught
-        if disconnected:
+        if cancel.cancelled_caught:
             return True  # structural cancellation: nobody is left to answer
-        if outcome is None:
-            return False
+        status = 200
         if isinstance(outcome, ErrorData):
             status = ERROR_CODE_HTTP_STATUS.get(outcome.code, 200)
-            await _send_json(send, status, _message(call.id, outcome), None)
-            return True
-        meta = outcome.get("_meta")
-        outcome["_meta"] = {**(meta or {}), SERVER_INFO_META_KEY: self._stamp}
-        await _send_json(send, 200, _message(call.id, outcome), None)
+        await _send_json(send, status, _message(call.id, _framed(outcome, stamp=self._stamp)), None)
         return True

@@ -1,16 +1,19 @@
-"""The express lane in front of the SDK's streamable-HTTP app (`gateway/express.py`).
+"""The fast path in front of the SDK's streamable-HTTP app (`gateway/fast_path.py`).
 
 Plain ``tools/call`` POSTs are answered straight from the gateway chain; everything else goes to
-the SDK app. Requests are raw HTTP (``httpx2``), so each test chooses which path a call takes: a
+the SDK app. Each test checks which path answered (``lockgate_mcp_requests_total{path}``), so
+these tests fail if the fast path is switched off. Requests are raw HTTP (``httpx2``), so each
+test chooses which path a call takes: a
 ``progressToken`` in ``params._meta`` always sends it to the SDK. Handshake-era (2025-11-25)
 requests ride a session opened over raw HTTP; modern (2026-07-28) requests carry the per-request
-envelope. The SDK answers handshake-era POSTs with SSE, the lane with one JSON body.
+envelope. The SDK answers handshake-era POSTs with SSE, the fast path with one JSON body.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +53,24 @@ class Served:
 
     url: str
     gateway: Gateway
+
+    def paths(self) -> dict[str, float]:
+        """How many requests on /mcp each path answered so far."""
+        registry = self.gateway.metrics.registry
+        return {
+            path: registry.get_sample_value("lockgate_mcp_requests_total", {"path": path}) or 0.0
+            for path in ("fast", "sdk")
+        }
+
+
+@contextlib.contextmanager
+def answered(served: Served, *, fast: int, sdk: int) -> Iterator[None]:
+    """Assert that the requests of the block were answered ``fast`` times by the fast path and
+    ``sdk`` times by the SDK."""
+    before = served.paths()
+    yield
+    after = served.paths()
+    assert {k: after[k] - before[k] for k in after} == {"fast": fast, "sdk": sdk}
 
 
 @pytest.fixture(scope="module")
@@ -193,17 +214,17 @@ CALLS = [
 
 @ERAS
 @pytest.mark.parametrize(("name", "args"), CALLS)
-async def test_the_lane_answers_what_the_sdk_answers(
+async def test_the_fast_path_answers_what_the_sdk_answers(
     echo: Served, http: httpx2.AsyncClient, era: str, name: str, args: dict[str, Any]
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    with anyio.fail_after(10):
-        lane = await raw.call(name, args, id=11)
+    with anyio.fail_after(10), answered(echo, fast=1, sdk=1):
+        fast = await raw.call(name, args, id=11)
         sdk = await raw.call(name, args, id=11, meta={"progressToken": "p-11"})
 
-    assert (lane.status_code, sdk.status_code) == (200, 200)
-    assert answer(lane) == answer(sdk)
-    assert lane.headers.get("mcp-session-id") == sdk.headers.get("mcp-session-id") == raw.session
+    assert (fast.status_code, sdk.status_code) == (200, 200)
+    assert answer(fast) == answer(sdk)
+    assert fast.headers.get("mcp-session-id") == sdk.headers.get("mcp-session-id") == raw.session
 
 
 @ERAS
@@ -211,11 +232,11 @@ async def test_a_plain_call_is_one_json_body_and_a_progress_call_streams_from_th
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    with anyio.fail_after(10):
+    with anyio.fail_after(10), answered(echo, fast=1, sdk=1):
         plain = await raw.call("dual__slow", {"steps": 2}, id=21)
         progress = await raw.call("dual__slow", {"steps": 2}, id=22, meta={"progressToken": 22})
 
-    # Handshake era: the SDK frames every answer as SSE, so a JSON body is the lane's. Modern:
+    # Handshake era: the SDK frames every answer as SSE, so a JSON body is the fast path's. Modern:
     # both answer a call without notifications in JSON; only the progress call must stream.
     assert kind(plain) == "json"
     assert messages(plain) == [answer(plain)]
@@ -231,7 +252,8 @@ async def test_an_unknown_tool_is_the_sdks_invalid_params_error(
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    response = await raw.call("dual__nope", {}, id=31)
+    with answered(echo, fast=1, sdk=0):
+        response = await raw.call("dual__nope", {}, id=31)
 
     assert response.status_code == (200 if era == "legacy" else 400)
     error = answer(response)["error"]
@@ -244,7 +266,8 @@ async def test_bad_arguments_are_an_error_result_naming_the_problem(
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    response = await raw.call("dual__echo", {"text": 3}, id=32)
+    with answered(echo, fast=1, sdk=0):
+        response = await raw.call("dual__echo", {"text": 3}, id=32)
 
     assert response.status_code == 200
     assert kind(response) == "json"
@@ -262,16 +285,18 @@ async def test_an_unknown_or_ended_session_is_not_found(
     ended = await Raw(http, echo.url, "legacy").open()
     deleted = await http.delete(echo.url, headers=ended.headers("DELETE"))
 
-    assert (await unknown.call("dual__echo", {"text": "x"})).status_code == 404
+    with answered(echo, fast=0, sdk=2):
+        assert (await unknown.call("dual__echo", {"text": "x"})).status_code == 404
+        assert (await ended.call("dual__echo", {"text": "x"})).status_code == 404
     assert deleted.status_code == 200
-    assert (await ended.call("dual__echo", {"text": "x"})).status_code == 404
 
 
 async def test_a_mismatched_mcp_name_header_is_the_sdks_header_mismatch(
     echo: Served, http: httpx2.AsyncClient
 ) -> None:
     raw = Raw(http, echo.url, "modern")
-    response = await raw.call("dual__echo", {"text": "x"}, headers={"Mcp-Name": "dual__fail"})
+    with answered(echo, fast=0, sdk=1):
+        response = await raw.call("dual__echo", {"text": "x"}, headers={"Mcp-Name": "dual__fail"})
 
     assert response.status_code == 400
     error = answer(response)["error"]
@@ -284,7 +309,8 @@ async def test_a_body_over_4_mib_is_refused(
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    response = await raw.call("dual__echo", {"text": "x" * (4 * 1024 * 1024 + 1)})
+    with answered(echo, fast=0, sdk=1):
+        response = await raw.call("dual__echo", {"text": "x" * (4 * 1024 * 1024 + 1)})
 
     assert response.status_code == 413
 
@@ -304,7 +330,7 @@ async def test_get_is_still_the_sdks(echo: Served, http: httpx2.AsyncClient, era
         assert framing == "sse"
 
 
-async def test_a_cancelled_notification_ends_a_legacy_call_on_the_lane(
+async def test_a_cancelled_notification_ends_a_legacy_call_on_the_fast_path(
     echo: Served, http: httpx2.AsyncClient
 ) -> None:
     raw = await Raw(http, echo.url, "legacy").open()
@@ -319,7 +345,8 @@ async def test_a_cancelled_notification_ends_a_legacy_call_on_the_lane(
                 tg.start_soon(slow)
                 await event_for(events, "tool.call", "cancel-legacy__slow")
                 await raw.call("cancel-legacy__echo", {"text": "barrier"})  # upstream has it
-                cancelled = await raw.notify("notifications/cancelled", {"requestId": 41})
+                with answered(echo, fast=1, sdk=0):
+                    cancelled = await raw.notify("notifications/cancelled", {"requestId": 41})
             result = await event_for(events, "tool.result", "cancel-legacy__slow")
         noticed = await raw.call("cancel-legacy__wait_cancelled", {"timeout": 5})
 
@@ -382,7 +409,7 @@ async def test_a_call_the_policy_puts_to_the_caller_still_asks_the_caller(
     assert not result.is_error, result
     assert result.content == [types.TextContent(type="text", text=f"recorded {value}")]
     assert len(asked) == 1
-    if mode == "legacy":  # the session's plain call takes the lane; the question needs the SDK
+    if mode == "legacy":  # the session's plain call takes the fast path; the question needs the SDK
         assert framing == {"recorder__record_free": "json", "recorder__record_caller": "sse"}
 
 
@@ -394,7 +421,10 @@ async def test_a_session_answers_only_the_agent_that_opened_it(
     served: list[tuple[str, str, str]] = []
     refused: list[int] = []
 
-    with anyio.fail_after(10):
+    with (
+        anyio.fail_after(10),
+        answered(approvals, fast=2, sdk=2),
+    ):
         async with approvals.gateway.events.subscribe(["tool.call"]) as events:
             for token in (AGENT_TOKEN, OTHER_AGENT_TOKEN, OTHER_AGENT_TOKEN, AGENT_TOKEN):
                 response = await raw.call("recorder__record_free", {"value": value}, token=token)
@@ -406,6 +436,6 @@ async def test_a_session_answers_only_the_agent_that_opened_it(
                 served.append((kind(response), event.data["principal"], event.data["session_id"]))
 
     # Another agent's token on this session is told the session does not exist (as by the SDK
-    # for an unknown session), on the lane and off it; the opener keeps its session.
+    # for an unknown session), on the fast path and off it; the opener keeps its session.
     assert refused == [404, 404]
     assert served == [("json", AGENT, raw.session), ("json", AGENT, raw.session)]

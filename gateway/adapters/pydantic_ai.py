@@ -34,7 +34,7 @@ model as ``ToolFailed`` text it can act on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import anyio
 from pydantic_ai import (
@@ -53,7 +53,7 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from toolsets._adapters_client import (
+from gateway.adapters._client import (
     CannotDecide,
     GatewayClient,
     HeldCall,
@@ -62,14 +62,12 @@ from toolsets._adapters_client import (
     held_of,
     result_text,
 )
-from toolsets._adapters_remote import RemoteGateway
+from gateway.adapters._remote import RemoteGateway
+from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
 from toolsets.errors import ToolNotFoundError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-
-if TYPE_CHECKING:
-    from gateway.gateway import Gateway
 
 __all__ = ["GatewayToolset", "HostDecision"]
 

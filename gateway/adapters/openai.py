@@ -24,7 +24,7 @@ import anyio
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 
-from toolsets._adapters_client import (
+from gateway.adapters._client import (
     CannotDecide,
     DecisionRejected,
     GatewayClient,
@@ -33,7 +33,7 @@ from toolsets._adapters_client import (
     held_of,
     result_text,
 )
-from toolsets._adapters_remote import RemoteGateway
+from gateway.adapters._remote import RemoteGateway
 from toolsets.errors import ToolNotFoundError
 from toolsets.result import ToolResult
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef

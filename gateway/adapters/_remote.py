@@ -11,10 +11,10 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from toolsets._adapters_client import CannotDecide, DecisionRejected, HeldCall, HostDecision
+from gateway.adapters._client import CannotDecide, DecisionRejected, HeldCall, HostDecision
+from toolsets._sdk_compat import create_mcp_http_client
 from toolsets.errors import ToolNotFoundError, UpstreamError
 from toolsets.mcp_convert import tool_result_from_mcp
 from toolsets.result import ToolResult

@@ -1,8 +1,8 @@
 """The gateway as the agent adapters see it: list, call, decide, post results.
 
 Two backends implement `GatewayClient`: `InProcessGateway` (a running `gateway.Gateway` in this
-process) and `toolsets._adapters_remote.RemoteGateway` (MCP + REST over HTTP). The adapters in
-`toolsets.pydantic_ai` and `toolsets.openai` only speak this protocol.
+process) and `gateway.adapters._remote.RemoteGateway` (MCP + REST over HTTP). The adapters in
+`gateway.adapters.pydantic_ai` and `gateway.adapters.openai` only speak this protocol.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self
 
 from mcp_types import TextContent
 
+from gateway.approvals.errors import PendingNotFound
+from gateway.approvals.service import DecisionRefused, NotAnApprover
+from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, CallContext, Principal
 from toolsets.errors import ApprovalConflict, LockgateError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-
-if TYPE_CHECKING:
-    from gateway.gateway import Gateway
 
 __all__ = [
     "CannotDecide",
@@ -219,9 +219,6 @@ class InProcessGateway:
         )
 
     async def decide(self, id: str, decision: HostDecision) -> None:
-        from gateway.approvals.errors import PendingNotFound
-        from gateway.approvals.service import DecisionRefused, NotAnApprover
-
         who = self.approver or self.principal
         try:
             await self.gateway.approvals.decide(
@@ -241,9 +238,6 @@ class InProcessGateway:
             return  # decided elsewhere first (or expired): re-issuing the call reports that
 
     async def post_result(self, id: str, *, value: Any = None, error: str | None = None) -> None:
-        from gateway.approvals.errors import PendingNotFound
-        from gateway.approvals.service import DecisionRefused
-
         try:
             await self.gateway.approvals.post_result(
                 id, by=self.approver or self.principal, value=value, error=error

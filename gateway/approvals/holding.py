@@ -1,0 +1,155 @@
+"""`HeldCalls`: the chain's approval gate. A held call waits here for its outcome; an approved
+one is claimed (exactly once) and handed back to the chain to run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from gateway.approvals.caller import BackChannelRequired, ask_calling_user, needs_back_channel
+from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.pending import PendingCall
+from gateway.approvals.service import ApprovalService, TooManyPending
+from gateway.approvals.wire import result_from_wire, result_to_wire
+from toolsets.approval_required import Approved
+from toolsets.context import CallContext
+from toolsets.policy import Refuser
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["HeldCalls", "pending_result"]
+
+_WAITING = frozenset({"pending", "executing"})
+
+
+def pending_result(call: PendingCall) -> ToolResult:
+    """The non-executing answer to a call still waiting for a decision or a worker."""
+    waiting = "an approver's decision" if call.kind == "approval" else "an external worker"
+    text = (
+        f"Not executed yet: this call is waiting for {waiting} (approval id {call.id}). "
+        "Re-issue the same call with the same arguments later to get its outcome."
+    )
+    meta = {"lockgate/pending": {"id": call.id, "kind": call.kind, "state": call.state}}
+    return ToolResult.error(text, meta=meta)
+
+
+class HeldCalls:
+    """Implements `toolsets.approval_required.ApprovalGate` on the approval service.
+
+    Args:
+        service: Creates and decides pending calls.
+        refuse: Answers a call refused here (too many waiting), on record.
+        progress_interval: Seconds between progress notifications while a call is held, for
+            clients that asked for progress.
+    """
+
+    def __init__(
+        self, service: ApprovalService, refuse: Refuser, *, progress_interval: float = 5.0
+    ) -> None:
+        self.service = service
+        self.refuse = refuse
+        self.progress_interval = progress_interval
+
+    async def hold(
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
+    ) -> ToolResult | Approved:
+        decision = ctx.decision
+        assert decision is not None  # the policy step decided before the approval step
+        if needs_back_channel(decision, ctx):
+            raise BackChannelRequired(tool.name)
+        try:
+            call = await self.service.request(tool, args, ctx, decision)
+        except TooManyPending as exc:
+            return await self.refuse(tool, args, ctx, str(exc))
+        hold = decision.approval.hold
+        deadline = anyio.current_time() + hold
+        if call.state == "pending" and call.kind == "approval" and "caller" in call.approvers:
+            # The hold bounds the wait for the caller's answer too.
+            with anyio.move_on_after(hold):
+                call = await ask_calling_user(self.service, call, tool, ctx)
+            hold = max(deadline - anyio.current_time(), 0.0)
+        return await self._settle(call, tool, ctx, hold)
+
+    async def finished(self, approved: Approved, result: ToolResult) -> None:
+        await self.service.store.transition(
+            approved.id,
+            expect={"executing"},
+            to="failed" if result.is_error else "done",
+            result=result_to_wire(result),
+            delivered=True,
+        )
+
+    async def failed(self, approved: Approved, error: BaseException) -> None:
+        await self.service.store.transition(
+            approved.id, expect={"executing"}, to="failed", error=repr(error), delivered=True
+        )
+
+    async def _settle(
+        self, call: PendingCall, tool: ToolDef, ctx: CallContext, hold: float
+    ) -> ToolResult | Approved:
+        if call.state in _WAITING:
+            call = await self._wait(call, ctx, hold)
+        if call.state == "approved":
+            return await self._claim(call, tool, ctx, hold)
+        if call.state in _WAITING:
+            return pending_result(call)
+        return await self._outcome(call)
+
+    async def _wait(self, call: PendingCall, ctx: CallContext, hold: float) -> PendingCall:
+        store, deadline, step = self.service.store, anyio.current_time() + hold, 0
+        try:
+            while (remaining := deadline - anyio.current_time()) > 0:
+                wait = min(remaining, self.progress_interval) if ctx.progress else remaining
+                call = await store.wait(call.id, wait, while_in={call.state})
+                if call.state not in _WAITING:
+                    return call
+                if ctx.progress is not None:
+                    step += 1
+                    await ctx.progress(step, None, f"awaiting approval {call.id}")
+        except anyio.get_cancelled_exc_class():
+            if call.state == "pending" and not self.service.closing:
+                with (
+                    anyio.CancelScope(shield=True),
+                    contextlib.suppress(PendingConflict, PendingNotFound),
+                ):
+                    await self.service.cancel(call.id, by=call.principal, channel="client")
+            raise
+        return call
+
+    async def _claim(
+        self, call: PendingCall, tool: ToolDef, ctx: CallContext, hold: float
+    ) -> ToolResult | Approved:
+        if tool.pin != call.tool_pin:
+            reason = f"tool {call.tool!r} changed or disappeared after approval; not executed"
+            failed = await self.service.store.transition(
+                call.id, expect={"approved"}, to="failed", error=reason, delivered=True
+            )
+            return ToolResult.error(reason, meta={"lockgate/pending": {"id": failed.id}})
+        await self.service.recorded(call.id)  # runs only once the decision is on record
+        try:
+            claimed = await self.service.store.transition(
+                call.id, expect={"approved"}, to="executing"
+            )
+        except PendingConflict:  # another identical call claimed it first
+            return await self._settle(await self.service.get(call.id), tool, ctx, hold)
+        return Approved(id=claimed.id, args=claimed.effective_args, call_id=claimed.call_id)
+
+    async def _outcome(self, call: PendingCall) -> ToolResult:
+        meta = {"lockgate/pending": {"id": call.id, "state": call.state}}
+        if call.state in {"denied", "done", "failed"} and not call.delivered:
+            with contextlib.suppress(PendingConflict):
+                await self.service.store.deliver(call.id)
+        if call.state == "denied":
+            return ToolResult.error(call.message or "The call was denied.", meta=meta)
+        if call.state in {"done", "failed"} and call.result is not None:
+            return result_from_wire(call.result).with_meta(meta)
+        if call.state == "expired":
+            return ToolResult.error(
+                f"Approval {call.id} expired without a decision; not executed.", meta=meta
+            )
+        if call.state == "cancelled":
+            return ToolResult.error(f"Call {call.id} was cancelled; not executed.", meta=meta)
+        return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)

@@ -1,0 +1,82 @@
+"""`CallHandler`: the one core of ``tools/call`` behind every MCP face.
+
+The SDK handler (HTTP and stdio) and the HTTP fast path parse a request their own way, then hand
+the call and who is calling to `CallHandler`, which builds the `CallContext`, applies a
+2026-07-28 caller's answer, runs the call through the gateway and returns the outcome: a tool
+result, a question for the caller, or a JSON-RPC error. The faces differ only in framing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import mcp_types as types
+from mcp_types import ErrorData
+
+from gateway.approvals.caller import BackChannelRequired, InputRequired
+from gateway.caller_approval import answer_input, input_required_result
+from gateway.gateway import Gateway
+from gateway.mcp_errors import mcp_error
+from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
+from toolsets.result import ToolResult
+
+__all__ = ["CallHandler", "CallOutcome", "ToolCallRequest"]
+
+CallOutcome = ToolResult | types.InputRequiredResult | ErrorData
+"""A result, a question for a 2026-07-28 caller, or a JSON-RPC error."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRequest:
+    """A parsed ``tools/call``: the tool, its arguments and (2026-07-28) the caller's answers."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    request_state: str | None = None
+    input_responses: Mapping[str, Any] | None = None
+
+
+class CallHandler:
+    """Runs one ``tools/call`` for any face (see the module docstring)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def __call__(
+        self,
+        request: ToolCallRequest,
+        *,
+        principal: Principal,
+        session_id: str | None,
+        client: ClientInfo,
+        progress: ProgressCallback | None = None,
+        elicit: ElicitCallback | None = None,
+    ) -> CallOutcome:
+        """The outcome of ``request``, made by ``principal`` in ``session_id``.
+
+        Raises:
+            BackChannelRequired: the call would ask a 2025-11-25 caller and ``elicit`` is None;
+                nothing happened yet, so a face with a back-channel can serve it instead.
+        """
+        ctx = CallContext(
+            principal=principal,
+            session_id=session_id,
+            client=client,
+            progress=progress,
+            elicit=elicit,
+        )
+        try:
+            if request.request_state is not None and not await answer_input(
+                self.gateway, request.request_state, request.input_responses, ctx
+            ):
+                # No decision from the caller: an approver decides, so do not ask again.
+                ctx = replace(ctx, client=replace(client, elicitation=False))
+            return await self.gateway.call_tool(request.name, request.arguments, ctx)
+        except InputRequired as held:
+            return input_required_result(self.gateway, held, ctx)
+        except BackChannelRequired:
+            raise
+        except Exception as exc:
+            return mcp_error(exc)

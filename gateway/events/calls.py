@@ -1,0 +1,39 @@
+"""`BusObserver`: ``tool.call`` and ``tool.result`` on the bus for each call that reaches a tool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.events.bus import EventBus
+from gateway.events.types import ALLOW, tool_call, tool_result
+from toolsets.context import CallContext
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["BusObserver"]
+
+
+class BusObserver:
+    """Implements the chain's `toolsets.events.CallObserver`: publishing never blocks or fails.
+
+    Both events carry ``ctx.call_id`` and the call's decision (its effect, rule and ``redact``
+    paths). Event data is built here; JSON encoding happens once, in the sinks.
+    """
+
+    def __init__(self, bus: EventBus) -> None:
+        self.bus = bus
+
+    def started(self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext) -> None:
+        self.bus.publish(tool_call(tool, ctx, args, ctx.decision or ALLOW))
+
+    def finished(
+        self,
+        tool: ToolDef,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        result: ToolResult,
+        duration_ms: float,
+    ) -> None:
+        decision = ctx.decision or ALLOW
+        self.bus.publish(tool_result(tool, ctx, result, duration_ms, decision, args=args))

@@ -1,0 +1,62 @@
+"""Errors mapped to the MCP face, once: a tool error result the model reads, or a JSON-RPC error.
+
+Modelled on Starlette's exception handlers: one handler per exception class, found along the
+exception's MRO. Both the SDK path and the fast path of ``tools/call`` answer through here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ErrorData
+
+from gateway.approvals.errors import SealedStateError
+from toolsets.errors import ToolNotFoundError, UpstreamError, UpstreamRequestError
+from toolsets.result import ToolResult
+
+__all__ = ["EXCEPTION_HANDLERS", "mcp_error"]
+
+log = logging.getLogger("lockgate.downstream")
+
+ExceptionHandler = Callable[[Any], ToolResult | ErrorData]
+
+
+def _unknown_tool(exc: ToolNotFoundError) -> ErrorData:
+    return ErrorData(code=INVALID_PARAMS, message=str(exc))
+
+
+def _upstream(exc: UpstreamError) -> ToolResult:
+    # The call reached no tool; the model reads why (server down, connection lost, timeout).
+    return ToolResult.error(str(exc))
+
+
+def _upstream_request(exc: UpstreamRequestError) -> ErrorData:
+    return ErrorData(code=exc.code, message=str(exc), data=exc.data)
+
+
+def _request_state(exc: SealedStateError) -> ErrorData:
+    return ErrorData(code=INVALID_PARAMS, message=f"Invalid request_state: {exc}")
+
+
+EXCEPTION_HANDLERS: dict[type[BaseException], ExceptionHandler] = {
+    ToolNotFoundError: _unknown_tool,
+    UpstreamError: _upstream,
+    UpstreamRequestError: _upstream_request,
+    SealedStateError: _request_state,
+}
+
+
+def mcp_error(exc: Exception, method: str = "tools/call") -> ToolResult | ErrorData:
+    """What the MCP face answers for ``exc``; anything unknown is an internal error, logged."""
+    for kind in type(exc).__mro__:
+        handler = EXCEPTION_HANDLERS.get(kind)
+        if handler is not None:
+            return handler(exc)
+    error = handler_exception_to_error_data(exc)  # the SDK's own errors, mapped as it does
+    if error is None:
+        log.exception("%s failed", method, exc_info=exc)
+        error = ErrorData(code=INTERNAL_ERROR, message="Internal server error")
+    return error
