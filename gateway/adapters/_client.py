@@ -20,7 +20,7 @@ from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.service import DecisionRefused, NotAnApprover
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, CallContext, Principal
-from toolsets.errors import ApprovalConflict, LockgateError
+from toolsets.errors import ApprovalConflict, LockgateError, UpstreamError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -208,7 +208,10 @@ class InProcessGateway:
         return dict(await self.gateway.tools(self._ctx()))
 
     async def call_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
-        return await self.gateway.call_tool(name, dict(args), self._ctx())
+        try:
+            return await self.gateway.call_tool(name, dict(args), self._ctx())
+        except UpstreamError as exc:  # the model reads it, as over MCP (gateway/mcp_errors.py)
+            return ToolResult.error(str(exc))
 
     async def describe(self, held: HeldCall) -> HeldCall:
         call = await self.gateway.store.get(held.id)
