@@ -6,7 +6,12 @@ call (`evaluate_call`).
 """
 
 from policies.decider import PolicyDecider
-from policies.decision import (
+from policies.durations import format_duration, parse_duration
+from policies.engine import FAIL_CLOSED_MESSAGE, PolicyEngine
+from policies.holder import PolicyHolder
+from policies.rules import CompiledRule
+from policies.session import SessionState
+from toolsets.decision import (
     ALL_DECISION_KINDS,
     DEFAULT_APPROVAL,
     EFFECT_RANK,
@@ -15,11 +20,6 @@ from policies.decision import (
     DecisionKind,
     Effect,
 )
-from policies.durations import format_duration, parse_duration
-from policies.engine import FAIL_CLOSED_MESSAGE, PolicyEngine
-from policies.holder import PolicyHolder
-from policies.rules import CompiledRule
-from policies.session import SessionState
 
 __all__ = [
     "ALL_DECISION_KINDS",

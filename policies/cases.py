@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from policies.decision import Decision, Effect
 from policies.engine import PolicyEngine
 from policies.session import SessionState
 from policies.yamlfile import load_yaml, parse_model
 from toolsets.context import Principal
+from toolsets.decision import Decision, Effect
 from toolsets.errors import ConfigIssue, PolicyError
 from toolsets.prefixed import SEPARATOR
 from toolsets.tooldef import ToolDef

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from policies.decision import DEFAULT_APPROVAL, EFFECT_RANK, ApprovalOptions, Decision, Effect
 from policies.loader import LoadedFile, policy_version
 from policies.model import ApprovalModel, DefaultsModel
 from policies.rules import CompiledRule, compile_rule
+from toolsets.decision import DEFAULT_APPROVAL, EFFECT_RANK, ApprovalOptions, Decision, Effect
 
 __all__ = ["BUILTIN_DEFAULT_EFFECT", "CompiledPolicy", "compile_policy", "resolve_approval"]
 

@@ -11,12 +11,12 @@ from typing import Any, Final
 from policies.activation import build_context
 from policies.cel_conditions import Condition, ConditionError, Needs
 from policies.compiler import CompiledPolicy, compile_policy
-from policies.decision import Decision, Effect
 from policies.index import RuleIndex
 from policies.loader import load_files
 from policies.rules import CompiledRule
 from policies.session import SessionState
 from toolsets.context import Principal
+from toolsets.decision import Decision, Effect
 from toolsets.tooldef import ToolDef
 
 __all__ = ["FAIL_CLOSED_MESSAGE", "PolicyEngine"]

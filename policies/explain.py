@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.decision import ApprovalOptions, Decision
 from policies.durations import format_duration
 from policies.engine import PolicyEngine
 from policies.rules import CompiledRule
+from toolsets.decision import ApprovalOptions, Decision
 
 __all__ = ["decision_json", "decision_text"]
 

@@ -9,9 +9,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from policies.cel_conditions import ALLOWED_VARIABLES, condition_problem
-from policies.decision import DecisionKind, Effect
 from policies.durations import DURATION_PATTERN, parse_duration
 from policies.matchers import glob_problem, principal_entry_problem
+from toolsets.decision import DecisionKind, Effect
 
 __all__ = ["ApprovalModel", "DefaultsModel", "PolicyFile", "RuleModel"]
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from policies.activation import merge_needs
 from policies.cel_conditions import Condition, Needs, compile_condition
-from policies.decision import EFFECT_RANK, ApprovalOptions, Effect
 from policies.matchers import (
     PrincipalMatcher,
     StrMatcher,
@@ -16,6 +15,7 @@ from policies.matchers import (
     is_literal,
 )
 from policies.model import RuleModel
+from toolsets.decision import EFFECT_RANK, ApprovalOptions, Effect
 
 __all__ = ["CompiledRule", "compile_rule"]
 

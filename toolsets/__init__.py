@@ -1,9 +1,11 @@
 """Toolsets: the tool abstraction, its wrappers and the MCP upstream toolset."""
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
+from toolsets.approval_required import ApprovalGate, ApprovalRequiredToolset, Approved
 from toolsets.canonical import canonical_json, sha256_hex
 from toolsets.combined import CombinedToolset
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
+from toolsets.decision import ApprovalOptions, Decision, Effect
 from toolsets.errors import (
     ApprovalConflict,
     ConfigError,
@@ -13,12 +15,16 @@ from toolsets.errors import (
     ToolCollisionError,
     ToolNotFoundError,
     UpstreamError,
+    UpstreamRequestError,
 )
+from toolsets.events import CallObserver, EventsToolset
 from toolsets.external import ExternalToolset, ToolExecutor
 from toolsets.filtered import FilteredToolset, ToolFilter
+from toolsets.policy import Decider, PolicyToolset, Refuser
 from toolsets.prefixed import SEPARATOR, PrefixedToolset
 from toolsets.result import ToolResult
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
+from toolsets.validated import ArgumentsInvalid, SchemaValidators, ValidatingToolset
 from toolsets.wrapper import WrapperToolset
 
 __all__ = [
@@ -26,18 +32,31 @@ __all__ = [
     "SEPARATOR",
     "TOOL_NAME_RE",
     "ApprovalConflict",
+    "ApprovalGate",
+    "ApprovalOptions",
+    "ApprovalRequiredToolset",
+    "Approved",
+    "ArgumentsInvalid",
     "CallContext",
+    "CallObserver",
     "ClientInfo",
     "CombinedToolset",
     "ConfigError",
     "ConfigIssue",
+    "Decider",
+    "Decision",
+    "Effect",
+    "EventsToolset",
     "ExternalToolset",
     "FilteredToolset",
     "LockgateError",
     "PolicyError",
+    "PolicyToolset",
     "PrefixedToolset",
     "Principal",
     "ProgressCallback",
+    "Refuser",
+    "SchemaValidators",
     "ToolCollisionError",
     "ToolDef",
     "ToolExecutor",
@@ -47,6 +66,8 @@ __all__ = [
     "ToolsChangedHandler",
     "Toolset",
     "UpstreamError",
+    "UpstreamRequestError",
+    "ValidatingToolset",
     "WrapperToolset",
     "canonical_json",
     "sha256_hex",

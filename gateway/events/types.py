@@ -39,7 +39,7 @@ UpstreamState = Literal["up", "down", "reconnecting"]
 
 
 class DecisionLike(Protocol):
-    """What events need of a policy decision; `policies.decision.Decision` fits as is."""
+    """What events need of a policy decision; `toolsets.decision.Decision` fits as is."""
 
     @property
     def effect(self) -> str: ...

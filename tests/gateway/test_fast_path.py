@@ -196,6 +196,13 @@ def answer(response: httpx2.Response) -> dict[str, Any]:
     return found
 
 
+def error_of(response: httpx2.Response, status: int) -> dict[str, Any]:
+    """The JSON-RPC error a response carries, after checking its HTTP status."""
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = answer(response)["error"]
+    return error
+
+
 async def event_for(subscription: Subscription, type_: str, tool: str) -> Event:
     async for event in subscription:
         if event.type == type_ and event.data["tool"] == tool:
@@ -255,8 +262,7 @@ async def test_an_unknown_tool_is_the_sdks_invalid_params_error(
     with answered(echo, fast=1, sdk=0):
         response = await raw.call("dual__nope", {}, id=31)
 
-    assert response.status_code == (200 if era == "legacy" else 400)
-    error = answer(response)["error"]
+    error = error_of(response, 200 if era == "legacy" else 400)
     assert error["code"] == INVALID_PARAMS
     assert "dual__nope" in error["message"]
 
@@ -298,8 +304,7 @@ async def test_a_mismatched_mcp_name_header_is_the_sdks_header_mismatch(
     with answered(echo, fast=0, sdk=1):
         response = await raw.call("dual__echo", {"text": "x"}, headers={"Mcp-Name": "dual__fail"})
 
-    assert response.status_code == 400
-    error = answer(response)["error"]
+    error = error_of(response, 400)
     assert error["code"] == HEADER_MISMATCH
     assert "mcp-name" in error["message"]
 
