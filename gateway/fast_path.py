@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -34,54 +33,27 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     validate_mcp_param_headers,
 )
-from mcp_types import SERVER_INFO_META_KEY, ErrorData
+from mcp_types import ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.approvals.caller import BackChannelRequired
-from gateway.calls import CallOutcome, ToolCallRequest
 from gateway.downstream import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
+from gateway.raw_calls import PlainCall, RequestId, plain_call, response_bytes
 from toolsets import _sdk_compat as sdk
 from toolsets import jsonwire
 from toolsets.context import ClientInfo, Principal
-from toolsets.result import ToolResult
 
 __all__ = ["FastPath"]
 
-RequestId = str | int
 MAX_BODY = 4 * 1024 * 1024
 """Bodies above this go to the SDK app, which refuses them (its own limit is the same)."""
-_PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _SSE = (b"content-type", b"text/event-stream")
 _PARAM = "mcp-param-"
 _HEADER_KEYWORD = f'"{X_MCP_HEADER_KEY}"'
 """The schema keyword that makes an argument travel in an ``Mcp-Param-*`` header too."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    id: RequestId
-    request: ToolCallRequest
-
-
-def _plain_call(message: Mapping[str, Any]) -> _Call | None:
-    """The call a plain ``tools/call`` request makes; None for anything the SDK should see."""
-    request_id = message.get("id")
-    params = message.get("params")
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-        return None
-    if not isinstance(params, dict) or not params.keys() <= _PLAIN_PARAMS:
-        return None
-    name, args, meta = params.get("name"), params.get("arguments", {}), params.get("_meta")
-    if args is None:
-        args = {}
-    if not isinstance(name, str) or not isinstance(args, dict):
-        return None
-    if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
-        return None
-    return _Call(request_id, ToolCallRequest(name=name, arguments=args))
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
@@ -130,26 +102,6 @@ async def _send_json(send: Send, status: int, body: bytes, session_id: str | Non
     await send({"type": "http.response.body", "body": body})
 
 
-def _framed(outcome: CallOutcome, *, stamp: Any | None) -> dict[str, Any]:
-    """The JSON-RPC ``result`` or ``error`` member for ``outcome``; ``stamp`` (2026-07-28 only)
-    is the gateway's ``serverInfo``, which 2026-07-28 results carry."""
-    if isinstance(outcome, ErrorData):
-        return {"error": outcome.model_dump(mode="json", by_alias=True, exclude_none=True)}
-    if isinstance(outcome, ToolResult):
-        result = dict(outcome.wire)
-        if stamp is not None:
-            result["resultType"] = "complete"
-    else:
-        result = outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if stamp is not None:
-        result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: stamp}
-    return {"result": result}
-
-
-def _message(request_id: RequestId, member: dict[str, Any]) -> bytes:
-    return jsonwire.dumps({"jsonrpc": "2.0", "id": request_id, **member})
-
-
 def _requestor(scope: Scope) -> object:
     """Who the SDK takes this request to be from, as it compares with a session's owner."""
     user = scope.get("user")
@@ -172,7 +124,8 @@ class FastPath:
         self.downstream = server.downstream
         self.handle = server.downstream.handle
         self.manager = manager
-        self.metrics = metrics
+        self._fast = metrics.mcp_requests.labels(transport="http", path="fast")
+        self._sdk = metrics.mcp_requests.labels(transport="http", path="sdk")
         self.max_body = max_body
         self._stamp = server.server_info_stamp
         self._inflight: dict[tuple[str, RequestId], anyio.CancelScope] = {}
@@ -180,14 +133,14 @@ class FastPath:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
-            self.metrics.sdk_path.inc()
+            self._sdk.inc()
             await self.app(scope, receive, send)
             return
         messages, body = await _read_body(receive, self.max_body)
         if body is not None and await self._serve(scope, body, receive, send):
-            self.metrics.fast_path.inc()
+            self._fast.inc()
             return
-        self.metrics.sdk_path.inc()
+        self._sdk.inc()
         await self.app(scope, _replay(messages, receive), send)
 
     async def _serve(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
@@ -212,7 +165,7 @@ class FastPath:
             return False
         if method == "notifications/cancelled" and "id" not in message:
             return await self._cancel(headers, message, scope, send)
-        call = _plain_call(message) if method == "tools/call" else None
+        call = plain_call(message)
         if call is None:
             return False
         if version in MODERN_PROTOCOL_VERSIONS:
@@ -239,7 +192,7 @@ class FastPath:
     async def _legacy(
         self,
         headers: Mapping[str, str],
-        call: _Call,
+        call: PlainCall,
         principal: Principal,
         scope: Scope,
         send: Send,
@@ -265,10 +218,10 @@ class FastPath:
             await send(start)
             await send({"type": "http.response.body", "body": b""})
             return True
-        await _send_json(send, 200, _message(call.id, _framed(outcome, stamp=None)), session_id)
+        await _send_json(send, 200, response_bytes(call.id, outcome, stamp=None), session_id)
         return True
 
-    def _param_headers_mismatch(self, call: _Call, headers: Mapping[str, str]) -> bool:
+    def _param_headers_mismatch(self, call: PlainCall, headers: Mapping[str, str]) -> bool:
         """The SDK's ``Mcp-Param-*`` check, skipped for schemas that declare no header (the
         answer is the same: nothing to compare) when the request sends none."""
         name, args = call.request.name, call.request.arguments
@@ -308,7 +261,7 @@ class FastPath:
         self,
         message: Mapping[str, Any],
         headers: Mapping[str, str],
-        call: _Call,
+        call: PlainCall,
         principal: Principal,
         *,
         receive: Receive,
@@ -341,5 +294,5 @@ class FastPath:
         status = 200
         if isinstance(outcome, ErrorData):
             status = ERROR_CODE_HTTP_STATUS.get(outcome.code, 200)
-        await _send_json(send, status, _message(call.id, _framed(outcome, stamp=self._stamp)), None)
+        await _send_json(send, status, response_bytes(call.id, outcome, stamp=self._stamp), None)
         return True

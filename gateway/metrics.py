@@ -46,9 +46,8 @@ class Metrics:
         webhook_failures: ``lockgate_webhook_failures_total{url_host}``: events given up.
         webhook_retries: ``lockgate_webhook_retries_total{url_host}``: failed attempts retried.
         upstream_up: ``lockgate_upstream_up{server}``: 1 up, 0 down or reconnecting.
-        mcp_requests: ``lockgate_mcp_requests_total{path}``: requests on ``/mcp`` by the path
-            that answered them (``fast`` or ``sdk``); ``fast_path`` and ``sdk_path`` are its two
-            series.
+        mcp_requests: ``lockgate_mcp_requests_total{transport,path}``: MCP requests (HTTP
+            ``/mcp`` or stdio lines) by the path that answered them (``fast`` or ``sdk``).
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -76,13 +75,11 @@ class Metrics:
         self.upstream_up = Gauge("lockgate_upstream_up", "Upstream is up", ["server"], registry=r)
         self.mcp_requests = Counter(
             "lockgate_mcp_requests",
-            "Requests on /mcp by the path that answered them: fast (a tools/call answered "
-            "straight from the chain) or sdk (the MCP SDK's transport)",
-            ["path"],
+            "MCP requests by transport and the path that answered them: fast (a tools/call "
+            "answered straight from the chain) or sdk (the MCP SDK's transport)",
+            ["transport", "path"],
             registry=r,
         )
-        self.fast_path = self.mcp_requests.labels(path="fast")
-        self.sdk_path = self.mcp_requests.labels(path="sdk")
 
     def track(self, bus: EventBus) -> Callable[[], None]:
         """Derive metrics from ``bus`` events and export its counters; returns an undo function."""

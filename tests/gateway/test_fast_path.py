@@ -58,7 +58,10 @@ class Served:
         """How many requests on /mcp each path answered so far."""
         registry = self.gateway.metrics.registry
         return {
-            path: registry.get_sample_value("lockgate_mcp_requests_total", {"path": path}) or 0.0
+            path: registry.get_sample_value(
+                "lockgate_mcp_requests_total", {"transport": "http", "path": path}
+            )
+            or 0.0
             for path in ("fast", "sdk")
         }
 

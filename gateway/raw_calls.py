@@ -1,0 +1,69 @@
+"""``tools/call`` as raw JSON-RPC, for the fast paths (HTTP and stdio): which requests are plain
+enough to skip the SDK, and the response written for an outcome of `CallHandler`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_types import SERVER_INFO_META_KEY, ErrorData
+
+from gateway.calls import CallOutcome, ToolCallRequest
+from toolsets import jsonwire
+from toolsets.result import ToolResult
+
+__all__ = ["PlainCall", "RequestId", "framed", "plain_call", "response_bytes"]
+
+RequestId = str | int
+_PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
+
+
+@dataclass(frozen=True, slots=True)
+class PlainCall:
+    """A ``tools/call`` request the fast paths may answer: its JSON-RPC id and the call."""
+
+    id: RequestId
+    request: ToolCallRequest
+
+
+def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
+    """The call a plain ``tools/call`` request makes; None for anything the SDK should see
+    (other methods, progress tokens, answers to an earlier question, malformed params)."""
+    if message.get("method") != "tools/call":
+        return None
+    request_id = message.get("id")
+    params = message.get("params")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        return None
+    if not isinstance(params, dict) or not params.keys() <= _PLAIN_PARAMS:
+        return None
+    name, args, meta = params.get("name"), params.get("arguments", {}), params.get("_meta")
+    if args is None:
+        args = {}
+    if not isinstance(name, str) or not isinstance(args, dict):
+        return None
+    if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
+        return None
+    return PlainCall(request_id, ToolCallRequest(name=name, arguments=args))
+
+
+def framed(outcome: CallOutcome, *, stamp: Any | None) -> dict[str, Any]:
+    """The JSON-RPC ``result`` or ``error`` member for ``outcome``; ``stamp`` (2026-07-28 only)
+    is the gateway's ``serverInfo``, which 2026-07-28 results carry."""
+    if isinstance(outcome, ErrorData):
+        return {"error": outcome.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    if isinstance(outcome, ToolResult):
+        result = dict(outcome.wire)
+        if stamp is not None:
+            result["resultType"] = "complete"
+    else:
+        result = outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if stamp is not None:
+        result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: stamp}
+    return {"result": result}
+
+
+def response_bytes(request_id: RequestId, outcome: CallOutcome, *, stamp: Any | None) -> bytes:
+    """The whole JSON-RPC response for ``outcome``, encoded once."""
+    return jsonwire.dumps({"jsonrpc": "2.0", "id": request_id, **framed(outcome, stamp=stamp)})

@@ -1,0 +1,217 @@
+"""The fast path of the stdio face: plain ``tools/call`` lines answered by the one `CallHandler`.
+
+The SDK's stdio transport reads each line in a worker thread, validates it into pydantic models,
+and dispatches it through the server session; the answer goes back the same way. A plain call
+(no progress token, no answer to an earlier question) needs none of that: its line is decoded
+once, handed to the same `CallHandler` as the SDK handler, and its response written as one line.
+
+Every other line goes to the SDK server unchanged, in order, and the SDK stays the authority on
+the session: ``initialize``, listings, progress, ``ping``, protocol errors. A call is only taken
+here once the handshake-era session is initialized (its negotiated version and declared
+capabilities are read off the handshake as it passes), or when its 2026-07-28 envelope passes
+the SDK's own validation ladder. A call that would ask a 2025-11-25 caller (`BackChannelRequired`,
+raised before anything ran) goes to the SDK, whose session can ask. ``notifications/cancelled``
+for a call taken here cancels it, and a cancelled call is never answered.
+``lockgate_mcp_requests_total{transport="stdio",path}`` counts which path answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
+from mcp.shared.message import SessionMessage
+from mcp_types import PROTOCOL_VERSION_META_KEY
+
+from gateway.approvals.caller import BackChannelRequired
+from gateway.downstream import GatewayServer
+from gateway.metrics import Metrics
+from gateway.raw_calls import PlainCall, RequestId, plain_call, response_bytes
+from toolsets import jsonwire
+from toolsets.context import ClientInfo
+
+__all__ = ["LineWriter", "StdioFastPath"]
+
+log = logging.getLogger("lockgate.downstream")
+LineWriter = Callable[[bytes], Awaitable[None]]
+"""Writes one JSON-RPC message (without its newline) to the client."""
+_ToServer = MemoryObjectSendStream[SessionMessage | Exception]
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    """The line as the SDK's stdio transport would hand it to the server session."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except Exception as exc:  # the session answers a malformed line itself
+        return exc
+
+
+class _Handshake:
+    """What a 2025-11-25 stdio session negotiated, read off its handshake as it passes: the
+    client once both the ``initialize`` answer and ``notifications/initialized`` went by."""
+
+    def __init__(self) -> None:
+        self.request_id: RequestId | None = None
+        self.elicitation = False
+        self.version: str | None = None
+        self.initialized = False
+        self.client: ClientInfo | None = None
+
+    def incoming(self, message: Mapping[str, Any]) -> None:
+        method = message.get("method")
+        if method == "initialize" and "id" in message:
+            params = message.get("params")
+            caps = params.get("capabilities") if isinstance(params, dict) else None
+            self.request_id = message["id"]
+            self.elicitation = isinstance(caps, dict) and caps.get("elicitation") is not None
+        elif method == "notifications/initialized":
+            self.initialized = True
+            self._settle()
+
+    def outgoing(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCResponse) and message.id == self.request_id:
+            version = message.result.get("protocolVersion")
+            self.version = version if isinstance(version, str) else None
+            self._settle()
+
+    def _settle(self) -> None:
+        if self.initialized and self.version is not None:
+            self.client = ClientInfo(
+                era="legacy",
+                protocol_version=self.version,
+                elicitation=self.elicitation,
+                transport="stdio",
+            )
+
+
+class StdioFastPath:
+    """Serves one stdio connection: fast calls here, every other line to the SDK server."""
+
+    def __init__(self, server: GatewayServer, metrics: Metrics) -> None:
+        self.server = server
+        self.handle = server.downstream.handle
+        self.principal = server.downstream.principal
+        self.session_id = server.downstream.connection_id
+        self._stamp = server.server_info_stamp
+        self._fast = metrics.mcp_requests.labels(transport="stdio", path="fast")
+        self._sdk = metrics.mcp_requests.labels(transport="stdio", path="sdk")
+        self._handshake = _Handshake()
+        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._write_lock = anyio.Lock()
+
+    async def serve(self, lines: AsyncIterator[bytes], write: LineWriter) -> None:
+        """Serve until ``lines`` ends; calls still running then are cancelled, as the SDK
+        cancels its own."""
+        to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception]()
+        server_writes, from_server = anyio.create_memory_object_stream[SessionMessage]()
+
+        async def write_line(data: bytes) -> None:
+            async with self._write_lock:
+                await write(data)
+
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(self._outgoing, from_server, write_line)
+            async with anyio.create_task_group() as calls:
+                async with server_writes, anyio.create_task_group() as sdk:
+                    options = self.server.create_initialization_options()
+                    sdk.start_soon(self.server.run, server_reads, server_writes, options)
+                    async with to_server:
+                        async for line in lines:
+                            await self._incoming(line.strip(), to_server, write_line, calls)
+                calls.cancel_scope.cancel()
+
+    async def _incoming(
+        self, line: bytes, to_server: _ToServer, write: LineWriter, calls: TaskGroup
+    ) -> None:
+        if not line:
+            return
+        try:
+            message = jsonwire.loads(line)
+        except ValueError:
+            message = None
+        if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
+            self._handshake.incoming(message)
+            call = plain_call(message)
+            client = self._client(message) if call is not None else None
+            if call is not None and client is not None:
+                calls.start_soon(self._answer, call, client, line, to_server, write)
+                return
+            if message.get("method") == "notifications/cancelled" and self._cancel(message):
+                return
+        self._sdk.inc()
+        await to_server.send(_parse(line))
+
+    def _client(self, message: Mapping[str, Any]) -> ClientInfo | None:
+        """Who sent this call, when the SDK would take it as is; None sends it to the SDK."""
+        meta = message["params"].get("_meta")
+        if not (isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta):
+            return self._handshake.client
+        verdict = classify_inbound_request(message)
+        if isinstance(verdict, InboundLadderRejection):
+            return None
+        caps = verdict.client_capabilities
+        return ClientInfo(
+            era="modern",
+            protocol_version=verdict.protocol_version,
+            elicitation=isinstance(caps, dict) and caps.get("elicitation") is not None,
+            transport="stdio",
+        )
+
+    def _cancel(self, message: Mapping[str, Any]) -> bool:
+        params = message.get("params")
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            return False
+        scope = self._inflight.get(request_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        self._fast.inc()
+        return True
+
+    async def _answer(
+        self,
+        call: PlainCall,
+        client: ClientInfo,
+        line: bytes,
+        to_server: _ToServer,
+        write: LineWriter,
+    ) -> None:
+        with anyio.CancelScope() as scope:
+            self._inflight[call.id] = scope
+            try:
+                outcome = await self.handle(
+                    call.request,
+                    principal=self.principal,
+                    session_id=self.session_id,
+                    client=client,
+                )
+            except BackChannelRequired:
+                self._sdk.inc()  # the question travels on the session's back-channel
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await to_server.send(_parse(line))  # unless the input has ended meanwhile
+                return
+            finally:
+                self._inflight.pop(call.id, None)
+        if scope.cancelled_caught:
+            return  # a cancelled request is never answered
+        self._fast.inc()
+        log.debug("stdio: tools/call %s answered on the fast path", call.id)
+        stamp = self._stamp if client.era == "modern" else None
+        await write(response_bytes(call.id, outcome, stamp=stamp))
+
+    async def _outgoing(
+        self, from_server: MemoryObjectReceiveStream[SessionMessage], write: LineWriter
+    ) -> None:
+        async with from_server:
+            async for session_message in from_server:
+                message = session_message.message
+                self._handshake.outgoing(message)
+                await write(message.model_dump_json(by_alias=True, exclude_unset=True).encode())

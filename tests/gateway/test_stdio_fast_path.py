@@ -1,0 +1,224 @@
+"""The stdio fast path (`gateway/stdio_fast_path.py`): plain ``tools/call`` lines are answered
+by the `CallHandler`, every other line by the SDK server, and the answers are the same.
+
+Each test drives one stdio connection in-process, line by line, and checks which path answered
+(``lockgate_mcp_requests_total{transport="stdio"}``), so these tests fail if the fast path is
+switched off. ``lockgate stdio`` itself runs on it too: the last test checks the real process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.memory import MemoryObjectSendStream
+from gateway_faces import CLI, LEGACY, MODERN
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
+from support import echo_upstream, write_config
+
+from gateway.downstream import build_server
+from gateway.gateway import Gateway
+from gateway.stdio_fast_path import StdioFastPath
+
+ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
+CLIENT = {"name": "raw-stdio", "version": "1.0"}
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_config(tmp_path_factory.mktemp("stdio-fast"), [echo_upstream("dual")])
+
+
+@pytest.fixture(scope="module")
+async def gateway(config: Path) -> AsyncIterator[Gateway]:
+    async with Gateway.from_config(config) as gw:
+        yield gw
+
+
+@dataclass
+class Wire:
+    """One stdio connection served in-process: send lines, read what comes back."""
+
+    era: str
+    send: MemoryObjectSendStream[bytes]
+    out: list[dict[str, Any]] = field(default_factory=list)
+    written: anyio.Event = field(default_factory=anyio.Event)
+
+    async def write(self, data: bytes) -> None:
+        self.out.append(json.loads(data))
+        self.written.set()
+        self.written = anyio.Event()
+
+    async def request(self, id: int, method: str, params: dict[str, Any]) -> None:
+        if self.era == "modern":
+            meta = params.setdefault("_meta", {})
+            meta |= {
+                PROTOCOL_VERSION_META_KEY: MODERN,
+                CLIENT_CAPABILITIES_META_KEY: {},
+                CLIENT_INFO_META_KEY: CLIENT,
+            }
+        message = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+        await self.send.send(json.dumps(message).encode() + b"\n")
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        await self.send.send(json.dumps(message).encode() + b"\n")
+
+    async def answer(self, id: int) -> dict[str, Any]:
+        while True:
+            found = [m for m in self.out if m.get("id") == id and "method" not in m]
+            if found:
+                return found[0]
+            await self.written.wait()
+
+    async def open(self) -> Wire:
+        if self.era == "legacy":
+            params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT}
+            await self.request(0, "initialize", params)
+            await self.answer(0)
+            await self.notify("notifications/initialized", {})
+            await self.request(1, "ping", {})  # the notification has been read once this answers
+            await self.answer(1)
+        return self
+
+
+@contextlib.asynccontextmanager
+async def connection(gateway: Gateway, era: str) -> AsyncIterator[Wire]:
+    send, receive = anyio.create_memory_object_stream[bytes](100)
+    wire = Wire(era, send)
+    path = StdioFastPath(build_server(gateway, transport="stdio"), gateway.metrics)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async with receive:
+            async for line in receive:
+                yield line
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(path.serve, lines(), wire.write)
+            yield await wire.open()
+            await send.aclose()
+
+
+def counts(gateway: Gateway) -> dict[str, float]:
+    registry = gateway.metrics.registry
+    return {
+        path: registry.get_sample_value(
+            "lockgate_mcp_requests_total", {"transport": "stdio", "path": path}
+        )
+        or 0.0
+        for path in ("fast", "sdk")
+    }
+
+
+@contextlib.contextmanager
+def answered(gateway: Gateway, *, fast: int, sdk: int) -> Iterator[None]:
+    before = counts(gateway)
+    yield
+    after = counts(gateway)
+    assert {k: after[k] - before[k] for k in after} == {"fast": fast, "sdk": sdk}
+
+
+CALLS = [
+    pytest.param("dual__echo", {"text": "héllo ✓ <&>"}, id="echo"),
+    pytest.param("dual__echo", {"text": 3}, id="bad-arguments"),
+    pytest.param("dual__fail", {"message": "boom"}, id="tool-error"),
+    pytest.param("dual__nope", {}, id="unknown-tool"),
+    pytest.param("dual__big", {"kib": 64}, id="big-result"),
+]
+
+
+@ERAS
+@pytest.mark.parametrize(("name", "args"), CALLS)
+async def test_the_fast_path_answers_what_the_sdk_answers(
+    gateway: Gateway, era: str, name: str, args: dict[str, Any]
+) -> None:
+    async with connection(gateway, era) as wire:
+        with answered(gateway, fast=1, sdk=1):
+            await wire.request(11, "tools/call", {"name": name, "arguments": args})
+            fast = await wire.answer(11)
+            params = {"name": name, "arguments": args, "_meta": {"progressToken": "p"}}
+            await wire.request(12, "tools/call", params)
+            sdk = await wire.answer(12)
+
+    assert {k: v for k, v in fast.items() if k != "id"} == {
+        k: v for k, v in sdk.items() if k != "id"
+    }
+
+
+async def test_a_legacy_call_before_the_session_is_initialized_goes_to_the_sdk(
+    gateway: Gateway,
+) -> None:
+    async with connection(gateway, "modern") as wire:  # no handshake, no envelope below
+        with answered(gateway, fast=0, sdk=1):
+            message = {"name": "dual__echo", "arguments": {"text": "early"}}
+            await wire.send.send(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": message}
+                ).encode()
+            )
+            response = await wire.answer(5)
+
+    assert "error" in response
+
+
+@ERAS
+async def test_a_cancelled_fast_call_is_cancelled_upstream_and_never_answered(
+    gateway: Gateway, era: str
+) -> None:
+    async with connection(gateway, era) as wire:
+        async with gateway.events.subscribe(["tool.*"]) as events:
+            await wire.request(
+                21, "tools/call", {"name": "dual__slow", "arguments": {"steps": 999}}
+            )
+            async for event in events:
+                if event.type == "tool.call":
+                    break
+            with answered(gateway, fast=1, sdk=0):
+                await wire.notify("notifications/cancelled", {"requestId": 21})
+                async for event in events:
+                    if event.type == "tool.result":
+                        result = event
+                        break
+        await wire.request(22, "tools/call", {"name": "dual__echo", "arguments": {"text": "x"}})
+        await wire.answer(22)
+
+    assert result.data["response"]["content"][0]["text"] == (
+        "The call was cancelled before it finished."
+    )
+    assert [m for m in wire.out if m.get("id") == 21] == []
+
+
+def test_lockgate_stdio_serves_plain_calls_on_the_fast_path(config: Path) -> None:
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "dual__echo", "arguments": {"text": "over the wire"}}},
+    ]  # fmt: skip
+    with subprocess.Popen(
+        [*CLI, "-v", "stdio", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        for line in lines[:2]:
+            process.stdin.write(json.dumps(line).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 0
+        process.stdin.write(json.dumps(lines[2]).encode() + b"\n")
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+        _, stderr = process.communicate(timeout=30)
+
+    assert answer["result"]["content"][0]["text"] == "over the wire"
+    assert b"stdio: tools/call 1 answered on the fast path" in stderr
