@@ -210,7 +210,8 @@ def test_lockgate_stdio_serves_plain_calls_on_the_fast_path(config: Path) -> Non
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as process:
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
         for line in lines[:2]:
             process.stdin.write(json.dumps(line).encode() + b"\n")
         process.stdin.flush()
