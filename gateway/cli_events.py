@@ -17,7 +17,8 @@ from typing import Any, Final, TextIO
 import anyio
 import httpx2
 
-from gateway.events.audit import AuditEntry, read_tail, verify
+from gateway.events.audit import AuditEntry, read_tail
+from gateway.events.audit_verify import verify
 from gateway.events.model import Event
 
 __all__ = ["DEFAULT_AUDIT_DB", "DEFAULT_URL", "format_event", "main", "register"]

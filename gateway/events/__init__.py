@@ -1,7 +1,8 @@
 """Tool events: typed CloudEvents, the in-process bus and its sinks (SSE, webhooks, audit log)."""
 
-from gateway.events.audit import AuditEntry, AuditLog, VerifyReport, verify
+from gateway.events.audit import AuditEntry, AuditLog
 from gateway.events.audit_sink import AuditSink
+from gateway.events.audit_verify import VerifyReport, verify
 from gateway.events.bus import BusStats, EventBus, Listener, Subscription, compile_patterns
 from gateway.events.calls import BusObserver
 from gateway.events.model import CONTROL_TYPES, EVENT_TYPES, GAP, RESET, Event, EventType

@@ -2,8 +2,9 @@
 
 Each entry's ``hash`` is SHA-256 over its predecessor's hash followed by the canonical JSON of the
 entry (``seq``, ``ts``, ``kind``, ``call_id``, ``principal``, ``tool``, ``event_id``, ``body``), so
-changing, deleting or reordering entries breaks the chain at that point; `verify` finds where.
-Removing entries from the end cannot be seen from the table alone: anchor the head hash elsewhere.
+changing, deleting or reordering entries breaks the chain at that point; `verify`
+(`gateway.events.audit_verify`) finds where, and the head anchor kept beside the log catches
+entries removed from the end.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from gateway.events.model import Event
 from toolsets.canonical import canonical_json
 
 __all__ = [
+    "COLUMNS",
     "GENESIS",
     "AuditEntry",
     "AuditLog",
-    "VerifyReport",
+    "anchor_path",
     "chain_hash",
+    "entry_of",
+    "open_reader",
     "read_tail",
-    "verify",
 ]
 
 logger = logging.getLogger(__name__)
@@ -55,7 +58,7 @@ CREATE TABLE IF NOT EXISTS audit (
     hash TEXT NOT NULL
 )
 """
-_COLUMNS = "seq, ts, kind, call_id, principal, tool, event_id, body, prev_hash, hash"
+COLUMNS = "seq, ts, kind, call_id, principal, tool, event_id, body, prev_hash, hash"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,25 +92,6 @@ class AuditEntry:
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON object (for ``lockgate audit tail --json``)."""
         return self.record() | {"prev_hash": self.prev_hash, "hash": self.hash}
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
-    """What `verify` found.
-
-    Attributes:
-        ok: True when the whole chain recomputes.
-        entries: Entries read.
-        first_bad_seq: The first entry that is missing, changed or out of place.
-        problem: What is wrong with it.
-        head_hash: Hash of the last good entry (anchor it elsewhere to detect truncation).
-    """
-
-    ok: bool
-    entries: int
-    first_bad_seq: int | None = None
-    problem: str | None = None
-    head_hash: str = GENESIS
 
 
 def chain_hash(prev_hash: str, record: Mapping[str, Any]) -> str:
@@ -232,9 +216,9 @@ def _append(conn: sqlite3.Connection, row: dict[str, Any]) -> AuditEntry:
 def _logged(conn: sqlite3.Connection, event_id: str | None) -> AuditEntry | None:
     if event_id is None:
         return None
-    found = conn.execute(f"SELECT {_COLUMNS} FROM audit WHERE event_id = ?", (event_id,))
+    found = conn.execute(f"SELECT {COLUMNS} FROM audit WHERE event_id = ?", (event_id,))
     row = found.fetchone()
-    return None if row is None else _entry(row)
+    return None if row is None else entry_of(row)
 
 
 def _append_rows(
@@ -254,7 +238,7 @@ def _append_rows(
             seq += 1
             entry, body = _chained(seq, prev_hash, row)
             values = (seq, entry.ts, *list(row.values())[:5], body, prev_hash, entry.hash)
-            conn.execute(f"INSERT INTO audit ({_COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
+            conn.execute(f"INSERT INTO audit ({COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
             entries.append(entry)
             prev_hash = entry.hash
         conn.execute("COMMIT")
@@ -298,7 +282,7 @@ def _chained(seq: int, prev_hash: str, row: dict[str, Any]) -> tuple[AuditEntry,
     return AuditEntry(**record, prev_hash=prev_hash, hash=digest.hexdigest()), body.decode()
 
 
-def _entry(row: tuple[Any, ...]) -> AuditEntry:
+def entry_of(row: tuple[Any, ...]) -> AuditEntry:
     seq, ts, kind, call_id, principal, tool, event_id, body, prev_hash, hash_ = row
     return AuditEntry(
         seq=seq,
@@ -315,11 +299,11 @@ def _entry(row: tuple[Any, ...]) -> AuditEntry:
 
 
 def _tail(conn: sqlite3.Connection, n: int) -> list[AuditEntry]:
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM audit ORDER BY seq DESC LIMIT ?", (n,))
-    return [_entry(row) for row in reversed(rows.fetchall())]
+    rows = conn.execute(f"SELECT {COLUMNS} FROM audit ORDER BY seq DESC LIMIT ?", (n,))
+    return [entry_of(row) for row in reversed(rows.fetchall())]
 
 
-def _open_reader(path: str | Path) -> sqlite3.Connection:
+def open_reader(path: str | Path) -> sqlite3.Connection:
     """Open an existing audit log read-only.
 
     Raises:
@@ -338,68 +322,8 @@ def _open_reader(path: str | Path) -> sqlite3.Connection:
 
 def read_tail(path: str | Path, n: int = 20) -> list[AuditEntry]:
     """The last ``n`` entries of the audit log at ``path``, oldest first (read-only)."""
-    conn = _open_reader(path)
+    conn = open_reader(path)
     try:
         return _tail(conn, n)
     finally:
         conn.close()
-
-
-def verify(path: str | Path) -> VerifyReport:
-    """Recompute the chain of the audit log at ``path`` and report the first bad entry.
-
-    Raises:
-        FileNotFoundError: there is no file at ``path``.
-        sqlite3.DatabaseError: the file is not an audit log.
-    """
-    conn = _open_reader(path)
-    try:
-        expected, prev_hash, count = 1, GENESIS, 0
-        for row in conn.execute(f"SELECT {_COLUMNS} FROM audit ORDER BY seq"):
-            count += 1
-            problem = _check(row, expected, prev_hash)
-            if problem is not None:
-                return VerifyReport(False, count, problem[0], problem[1], prev_hash)
-            expected, prev_hash = row[0] + 1, row[9]
-    finally:
-        conn.close()
-    problem = _against_anchor(path, expected - 1)
-    if problem is not None:
-        return VerifyReport(False, count, problem[0], problem[1], prev_hash)
-    return VerifyReport(True, count, head_hash=prev_hash)
-
-
-def _against_anchor(path: str | Path, last: int) -> tuple[int, str] | None:
-    """Compare the chain with its anchored head: the table may have lost its tail."""
-    try:
-        anchor = json.loads(anchor_path(path).read_text(encoding="utf-8"))
-        seq, hash_ = int(anchor["seq"]), str(anchor["hash"])
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError):
-        return last + 1, "the head anchor is unreadable"
-    if seq > last:
-        return last + 1, f"entries {last + 1} to {seq} are missing (the head anchor records {seq})"
-    conn = _open_reader(path)
-    try:
-        found = conn.execute("SELECT hash FROM audit WHERE seq = ?", (seq,)).fetchone()
-    finally:
-        conn.close()
-    if found is None or found[0] != hash_:
-        return seq, f"entry {seq} differs from the head anchor"
-    return None
-
-
-def _check(row: tuple[Any, ...], expected: int, prev_hash: str) -> tuple[int, str] | None:
-    seq = row[0]
-    if seq != expected:
-        return expected, f"entry {expected} is missing (the next entry is {seq})"
-    if row[8] != prev_hash:
-        return seq, f"entry {seq} does not follow entry {seq - 1} (prev_hash differs)"
-    try:
-        entry = _entry(row)
-    except ValueError:
-        return seq, f"entry {seq} has a body that is not valid JSON"
-    if chain_hash(prev_hash, entry.record()) != entry.hash:
-        return seq, f"entry {seq} was changed (its hash does not match its content)"
-    return None

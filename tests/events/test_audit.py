@@ -14,8 +14,9 @@ import pytest
 
 from gateway.cli_events import main, register
 from gateway.events import EventBus
-from gateway.events.audit import GENESIS, AuditLog, anchor_path, read_tail, verify
+from gateway.events.audit import GENESIS, AuditLog, anchor_path, read_tail
 from gateway.events.audit_sink import AuditSink
+from gateway.events.audit_verify import verify
 from gateway.events.types import SimpleDecision, tool_call, tool_denied
 from toolsets import CallContext, Principal, ToolDef
 
