@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import uvicorn
 import yaml
 from starlette.types import ASGIApp
 
+from gateway.metrics import Metrics
 from toolsets import CallContext, ToolNotFoundError, ToolResult, Toolset
 
 ECHO_SERVER = str(Path(__file__).parent / "upstreams" / "echo_server.py")
@@ -69,3 +70,24 @@ async def call(
     if tool is None:
         raise ToolNotFoundError(name)
     return await toolset.call_tool(name, args, ctx, tool)
+
+
+def path_counts(metrics: Metrics, transport: str) -> dict[str, float]:
+    """How many MCP requests on ``transport`` each path (``fast``, ``sdk``) answered so far."""
+    return {
+        path: metrics.registry.get_sample_value(
+            "lockgate_mcp_requests_total", {"transport": transport, "path": path}
+        )
+        or 0.0
+        for path in ("fast", "sdk")
+    }
+
+
+@contextlib.contextmanager
+def answered(metrics: Metrics, transport: str, *, fast: int, sdk: int) -> Iterator[None]:
+    """Assert that the requests of the block were answered ``fast`` times by the fast path and
+    ``sdk`` times by the SDK (so a test fails if the fast path is switched off)."""
+    before = path_counts(metrics, transport)
+    yield
+    after = path_counts(metrics, transport)
+    assert {k: after[k] - before[k] for k in after} == {"fast": fast, "sdk": sdk}

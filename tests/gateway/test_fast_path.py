@@ -11,9 +11,8 @@ envelope. The SDK answers handshake-era POSTs with SSE, the fast path with one J
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +33,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.jsonrpc import HEADER_MISMATCH, INVALID_PARAMS
-from support import MODES, echo_upstream, serve_asgi, write_config
+from support import MODES, answered, echo_upstream, serve_asgi, write_config
 
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
@@ -42,6 +41,7 @@ from gateway.gateway import Gateway
 from gateway.http_app import build_app
 
 ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
+HTTP = "http"
 ACCEPT = "application/json, text/event-stream"
 CLIENT_INFO = {"name": "raw-http", "version": "1.0"}
 CANCELLED = "The call was cancelled before it finished."
@@ -53,27 +53,6 @@ class Served:
 
     url: str
     gateway: Gateway
-
-    def paths(self) -> dict[str, float]:
-        """How many requests on /mcp each path answered so far."""
-        registry = self.gateway.metrics.registry
-        return {
-            path: registry.get_sample_value(
-                "lockgate_mcp_requests_total", {"transport": "http", "path": path}
-            )
-            or 0.0
-            for path in ("fast", "sdk")
-        }
-
-
-@contextlib.contextmanager
-def answered(served: Served, *, fast: int, sdk: int) -> Iterator[None]:
-    """Assert that the requests of the block were answered ``fast`` times by the fast path and
-    ``sdk`` times by the SDK."""
-    before = served.paths()
-    yield
-    after = served.paths()
-    assert {k: after[k] - before[k] for k in after} == {"fast": fast, "sdk": sdk}
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +207,7 @@ async def test_the_fast_path_answers_what_the_sdk_answers(
     echo: Served, http: httpx2.AsyncClient, era: str, name: str, args: dict[str, Any]
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    with anyio.fail_after(10), answered(echo, fast=1, sdk=1):
+    with anyio.fail_after(10), answered(echo.gateway.metrics, HTTP, fast=1, sdk=1):
         fast = await raw.call(name, args, id=11)
         sdk = await raw.call(name, args, id=11, meta={"progressToken": "p-11"})
 
@@ -242,7 +221,7 @@ async def test_a_plain_call_is_one_json_body_and_a_progress_call_streams_from_th
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    with anyio.fail_after(10), answered(echo, fast=1, sdk=1):
+    with anyio.fail_after(10), answered(echo.gateway.metrics, HTTP, fast=1, sdk=1):
         plain = await raw.call("dual__slow", {"steps": 2}, id=21)
         progress = await raw.call("dual__slow", {"steps": 2}, id=22, meta={"progressToken": 22})
 
@@ -262,7 +241,7 @@ async def test_an_unknown_tool_is_the_sdks_invalid_params_error(
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    with answered(echo, fast=1, sdk=0):
+    with answered(echo.gateway.metrics, HTTP, fast=1, sdk=0):
         response = await raw.call("dual__nope", {}, id=31)
 
     error = error_of(response, 200 if era == "legacy" else 400)
@@ -275,7 +254,7 @@ async def test_bad_arguments_are_an_error_result_naming_the_problem(
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    with answered(echo, fast=1, sdk=0):
+    with answered(echo.gateway.metrics, HTTP, fast=1, sdk=0):
         response = await raw.call("dual__echo", {"text": 3}, id=32)
 
     assert response.status_code == 200
@@ -294,7 +273,7 @@ async def test_an_unknown_or_ended_session_is_not_found(
     ended = await Raw(http, echo.url, "legacy").open()
     deleted = await http.delete(echo.url, headers=ended.headers("DELETE"))
 
-    with answered(echo, fast=0, sdk=2):
+    with answered(echo.gateway.metrics, HTTP, fast=0, sdk=2):
         assert (await unknown.call("dual__echo", {"text": "x"})).status_code == 404
         assert (await ended.call("dual__echo", {"text": "x"})).status_code == 404
     assert deleted.status_code == 200
@@ -304,7 +283,7 @@ async def test_a_mismatched_mcp_name_header_is_the_sdks_header_mismatch(
     echo: Served, http: httpx2.AsyncClient
 ) -> None:
     raw = Raw(http, echo.url, "modern")
-    with answered(echo, fast=0, sdk=1):
+    with answered(echo.gateway.metrics, HTTP, fast=0, sdk=1):
         response = await raw.call("dual__echo", {"text": "x"}, headers={"Mcp-Name": "dual__fail"})
 
     error = error_of(response, 400)
@@ -317,7 +296,7 @@ async def test_a_body_over_4_mib_is_refused(
     echo: Served, http: httpx2.AsyncClient, era: str
 ) -> None:
     raw = await Raw(http, echo.url, era).open()
-    with answered(echo, fast=0, sdk=1):
+    with answered(echo.gateway.metrics, HTTP, fast=0, sdk=1):
         response = await raw.call("dual__echo", {"text": "x" * (4 * 1024 * 1024 + 1)})
 
     assert response.status_code == 413
@@ -353,7 +332,7 @@ async def test_a_cancelled_notification_ends_a_legacy_call_on_the_fast_path(
                 tg.start_soon(slow)
                 await event_for(events, "tool.call", "cancel-legacy__slow")
                 await raw.call("cancel-legacy__echo", {"text": "barrier"})  # upstream has it
-                with answered(echo, fast=1, sdk=0):
+                with answered(echo.gateway.metrics, HTTP, fast=1, sdk=0):
                     cancelled = await raw.notify("notifications/cancelled", {"requestId": 41})
             result = await event_for(events, "tool.result", "cancel-legacy__slow")
         noticed = await raw.call("cancel-legacy__wait_cancelled", {"timeout": 5})
@@ -431,7 +410,7 @@ async def test_a_session_answers_only_the_agent_that_opened_it(
 
     with (
         anyio.fail_after(10),
-        answered(approvals, fast=2, sdk=2),
+        answered(approvals.gateway.metrics, HTTP, fast=2, sdk=2),
     ):
         async with approvals.gateway.events.subscribe(["tool.call"]) as events:
             for token in (AGENT_TOKEN, OTHER_AGENT_TOKEN, OTHER_AGENT_TOKEN, AGENT_TOKEN):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import pytest
 from anyio.streams.memory import MemoryObjectSendStream
 from gateway_faces import CLI, LEGACY, MODERN
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
-from support import echo_upstream, write_config
+from support import answered, echo_upstream, write_config
 
 from gateway.downstream import build_server
 from gateway.gateway import Gateway
@@ -29,6 +29,7 @@ from gateway.stdio_fast_path import StdioFastPath
 
 ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
 CLIENT = {"name": "raw-stdio", "version": "1.0"}
+STDIO = "stdio"
 
 
 @pytest.fixture(scope="module")
@@ -107,25 +108,6 @@ async def connection(gateway: Gateway, era: str) -> AsyncIterator[Wire]:
             await send.aclose()
 
 
-def counts(gateway: Gateway) -> dict[str, float]:
-    registry = gateway.metrics.registry
-    return {
-        path: registry.get_sample_value(
-            "lockgate_mcp_requests_total", {"transport": "stdio", "path": path}
-        )
-        or 0.0
-        for path in ("fast", "sdk")
-    }
-
-
-@contextlib.contextmanager
-def answered(gateway: Gateway, *, fast: int, sdk: int) -> Iterator[None]:
-    before = counts(gateway)
-    yield
-    after = counts(gateway)
-    assert {k: after[k] - before[k] for k in after} == {"fast": fast, "sdk": sdk}
-
-
 CALLS = [
     pytest.param("dual__echo", {"text": "héllo ✓ <&>"}, id="echo"),
     pytest.param("dual__echo", {"text": 3}, id="bad-arguments"),
@@ -141,7 +123,7 @@ async def test_the_fast_path_answers_what_the_sdk_answers(
     gateway: Gateway, era: str, name: str, args: dict[str, Any]
 ) -> None:
     async with connection(gateway, era) as wire:
-        with answered(gateway, fast=1, sdk=1):
+        with answered(gateway.metrics, STDIO, fast=1, sdk=1):
             await wire.request(11, "tools/call", {"name": name, "arguments": args})
             fast = await wire.answer(11)
             params = {"name": name, "arguments": args, "_meta": {"progressToken": "p"}}
@@ -157,7 +139,7 @@ async def test_a_legacy_call_before_the_session_is_initialized_goes_to_the_sdk(
     gateway: Gateway,
 ) -> None:
     async with connection(gateway, "modern") as wire:  # no handshake, no envelope below
-        with answered(gateway, fast=0, sdk=1):
+        with answered(gateway.metrics, STDIO, fast=0, sdk=1):
             message = {"name": "dual__echo", "arguments": {"text": "early"}}
             await wire.send.send(
                 json.dumps(
@@ -181,7 +163,7 @@ async def test_a_cancelled_fast_call_is_cancelled_upstream_and_never_answered(
             async for event in events:
                 if event.type == "tool.call":
                     break
-            with answered(gateway, fast=1, sdk=0):
+            with answered(gateway.metrics, STDIO, fast=1, sdk=0):
                 await wire.notify("notifications/cancelled", {"requestId": 21})
                 async for event in events:
                     if event.type == "tool.result":
