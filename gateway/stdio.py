@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+import stat
+from collections.abc import AsyncIterator, Iterator
 
 from mcp.server.stdio import stdio_server
 
@@ -53,52 +54,53 @@ async def serve_stdio(gateway: Gateway) -> None:
 async def _pipes() -> AsyncIterator[tuple[AsyncIterator[bytes], LineWriter]]:
     """The wire (fds 0 and 1) as non-blocking pipes, read and written on the event loop.
 
-    While serving, fd 0 reads the null device and fd 1 writes to stderr, so stray reads and
-    prints (of the gateway or anything it runs) never touch the wire; both are restored after.
-
     Raises:
         ValueError: stdin or stdout is not a pipe, socket or character device.
     """
+    for fd in (0, 1):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+            raise ValueError(f"fd {fd} is not a pipe, socket or character device")
     loop = asyncio.get_running_loop()
-    wire_in, wire_out = os.fdopen(os.dup(0), "rb", buffering=0), os.fdopen(os.dup(1), "wb", 0)
-    reader = asyncio.StreamReader(limit=MAX_LINE)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        wire_in = stack.enter_context(os.fdopen(os.dup(0), "rb", buffering=0))
+        wire_out = stack.enter_context(os.fdopen(os.dup(1), "wb", buffering=0))
+        reader = asyncio.StreamReader(limit=MAX_LINE)
         read_transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), wire_in
         )
-    except ValueError:
-        wire_in.close()
-        wire_out.close()
-        raise
-    try:
+        stack.callback(read_transport.close)
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.streams.FlowControlMixin(loop), wire_out
         )
-    except ValueError:
-        read_transport.close()
-        wire_out.close()
-        raise
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        stack.callback(transport.close)
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+
+        async def write(data: bytes) -> None:
+            writer.write(data + b"\n")
+            await writer.drain()
+
+        stack.enter_context(_diverted())
+        yield _lines(reader), write
+
+
+async def _lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    while line := await reader.readline():
+        yield line
+
+
+@contextlib.contextmanager
+def _diverted() -> Iterator[None]:
+    """While serving, fd 0 reads the null device and fd 1 writes to stderr, so stray reads and
+    prints (of the gateway or anything it runs) never touch the wire; both are restored after."""
     saved = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(2, 1)
     os.close(null)
-
-    async def lines() -> AsyncIterator[bytes]:
-        while line := await reader.readline():
-            yield line
-
-    async def write(data: bytes) -> None:
-        writer.write(data + b"\n")
-        await writer.drain()
-
     try:
-        yield lines(), write
+        yield
     finally:
-        read_transport.close()
-        transport.close()
-        os.dup2(saved[0], 0)
-        os.dup2(saved[1], 1)
-        os.close(saved[0])
-        os.close(saved[1])
+        for fd, copy in zip((0, 1), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)

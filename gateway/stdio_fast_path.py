@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp.shared.message import SessionMessage
-from mcp_types import PROTOCOL_VERSION_META_KEY
+from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY, ErrorData
 
 from gateway.approvals.caller import BackChannelRequired
 from gateway.downstream import GatewayServer
@@ -42,6 +42,7 @@ __all__ = ["LineWriter", "StdioFastPath"]
 log = logging.getLogger("lockgate.downstream")
 LineWriter = Callable[[bytes], Awaitable[None]]
 """Writes one JSON-RPC message (without its newline) to the client."""
+_CLOSED = ErrorData(code=CONNECTION_CLOSED, message="Connection closed")
 _ToServer = MemoryObjectSendStream[SessionMessage | Exception]
 
 
@@ -198,6 +199,11 @@ class StdioFastPath:
                 with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                     await to_server.send(_parse(line))  # unless the input has ended meanwhile
                 return
+            except anyio.get_cancelled_exc_class():
+                if not scope.cancel_called:  # the input ended: answered as the SDK does
+                    with anyio.CancelScope(shield=True):
+                        await write(response_bytes(call.id, _CLOSED, stamp=None))
+                raise
             finally:
                 self._inflight.pop(call.id, None)
         if scope.cancelled_caught:

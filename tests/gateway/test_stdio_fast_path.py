@@ -205,3 +205,41 @@ def test_lockgate_stdio_serves_plain_calls_on_the_fast_path(config: Path) -> Non
 
     assert answer["result"]["content"][0]["text"] == "over the wire"
     assert b"stdio: tools/call 1 answered on the fast path" in stderr
+
+
+@ERAS
+async def test_a_call_running_when_the_input_ends_is_answered_connection_closed(
+    gateway: Gateway, era: str
+) -> None:
+    async with connection(gateway, era) as wire:
+        async with gateway.events.subscribe(["tool.call"]) as events:
+            await wire.request(
+                31, "tools/call", {"name": "dual__slow", "arguments": {"steps": 999}}
+            )
+            await anext(events)
+        await wire.send.aclose()
+        response = await wire.answer(31)
+
+    assert response["error"] == {"code": -32000, "message": "Connection closed"}
+
+
+def test_lockgate_stdio_reads_a_file_on_stdin_through_the_sdk_transport(
+    config: Path, tmp_path: Path
+) -> None:
+    requests = tmp_path / "requests.jsonl"
+    init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT}
+    requests.write_text(
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}) + "\n",
+        encoding="utf-8",
+    )
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [*CLI, "stdio", "--config", str(config)],
+            stdin=stdin,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == LEGACY
