@@ -16,11 +16,11 @@ def canonical_json(value: Any) -> bytes:
 
     The bytes are those of ``json.dumps(value, sort_keys=True, separators=(",", ":"),
     ensure_ascii=False, allow_nan=False)``, which pins and audit chains on record were hashed
-    over. orjson writes the same bytes for every value without floats (it formats exponents
-    and NaN differently), tens of times faster on large values; anything else, and whatever
-    orjson refuses, takes the standard library.
+    over. orjson writes the same bytes, tens of times faster on large values, except for some
+    floats (exponents, NaN): a value with such a float, and whatever orjson refuses, takes the
+    standard library.
     """
-    if _floatless(value):
+    if _orjson_agrees(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except TypeError:
@@ -30,12 +30,14 @@ def canonical_json(value: Any) -> bytes:
     ).encode()
 
 
-def _floatless(value: Any) -> bool:
+def _orjson_agrees(value: Any) -> bool:
+    """Whether every float in ``value`` is written by orjson as `json` writes it (``repr``)."""
     pending = [value]
     while pending:
         item = pending.pop()
         if isinstance(item, float):
-            return False
+            if orjson.dumps(item) != repr(item).encode():
+                return False
         if isinstance(item, dict):
             pending.extend(item.values())
         elif isinstance(item, list | tuple):
