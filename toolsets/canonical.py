@@ -35,9 +35,8 @@ def _orjson_agrees(value: Any) -> bool:
     pending = [value]
     while pending:
         item = pending.pop()
-        if isinstance(item, float):
-            if orjson.dumps(item) != repr(item).encode():
-                return False
+        if isinstance(item, float) and orjson.dumps(item) != repr(item).encode():
+            return False
         if isinstance(item, dict):
             pending.extend(item.values())
         elif isinstance(item, list | tuple):
