@@ -55,33 +55,42 @@ async def _pipes() -> AsyncIterator[tuple[AsyncIterator[bytes], LineWriter]]:
     """The wire (fds 0 and 1) as non-blocking pipes, read and written on the event loop.
 
     Raises:
-        ValueError: stdin or stdout is not a pipe, socket or character device.
+        ValueError: stdin or stdout is not a pipe, a socket or a terminal.
     """
     for fd in (0, 1):
         mode = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
-            raise ValueError(f"fd {fd} is not a pipe, socket or character device")
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
+            raise ValueError(f"fd {fd} is not a pipe, a socket or a terminal")
     loop = asyncio.get_running_loop()
-    async with contextlib.AsyncExitStack() as stack:
-        wire_in = stack.enter_context(os.fdopen(os.dup(0), "rb", buffering=0))
-        wire_out = stack.enter_context(os.fdopen(os.dup(1), "wb", buffering=0))
-        reader = asyncio.StreamReader(limit=MAX_LINE)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), wire_in
-        )
-        stack.callback(read_transport.close)
+    reader = asyncio.StreamReader(limit=MAX_LINE)
+    read_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(0), "rb", buffering=0)
+    )
+    try:
         transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop), wire_out
+            lambda: asyncio.streams.FlowControlMixin(loop), os.fdopen(os.dup(1), "wb", 0)
         )
-        stack.callback(transport.close)
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    except BaseException:
+        read_transport.close()
+        raise
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
-        async def write(data: bytes) -> None:
+    async def write(data: bytes) -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client is gone
             writer.write(data + b"\n")
             await writer.drain()
 
-        stack.enter_context(_diverted())
-        yield _lines(reader), write
+    try:
+        with _diverted():
+            yield _lines(reader), write
+    finally:
+        read_transport.close()
+        writer.close()  # flushes what is buffered, then closes the pipe
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            await writer.wait_closed()
+        for fd in (0, 1):  # the pipes' open file descriptions are shared with fds 0 and 1
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, True)
 
 
 async def _lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -52,6 +53,15 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except Exception as exc:  # the session answers a malformed line itself
         return exc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Wire:
+    """One connection's ends: the SDK server's input, the client's output, the calls running."""
+
+    to_server: _ToServer
+    write: LineWriter
+    calls: TaskGroup
 
 
 class _Handshake:
@@ -120,17 +130,17 @@ class StdioFastPath:
         async with anyio.create_task_group() as outer:
             outer.start_soon(self._outgoing, from_server, write_line)
             async with anyio.create_task_group() as calls:
+                wire = _Wire(to_server=to_server, write=write_line, calls=calls)
                 async with server_writes, anyio.create_task_group() as sdk:
                     options = self.server.create_initialization_options()
                     sdk.start_soon(self.server.run, server_reads, server_writes, options)
                     async with to_server:
                         async for line in lines:
-                            await self._incoming(line.strip(), to_server, write_line, calls)
+                            await self._incoming(line.strip(), wire)
                 calls.cancel_scope.cancel()
 
-    async def _incoming(
-        self, line: bytes, to_server: _ToServer, write: LineWriter, calls: TaskGroup
-    ) -> None:
+    async def _incoming(self, line: bytes, wire: _Wire) -> None:
+        to_server = wire.to_server
         if not line:
             return
         try:
@@ -142,7 +152,9 @@ class StdioFastPath:
             call = plain_call(message)
             client = self._client(message) if call is not None else None
             if call is not None and client is not None:
-                calls.start_soon(self._answer, call, client, line, to_server, write)
+                # Registered before the call starts: a cancel read next finds it.
+                scope = self._inflight[call.id] = anyio.CancelScope()
+                wire.calls.start_soon(self._answer, call, client, scope, line, wire)
                 return
             if message.get("method") == "notifications/cancelled" and self._cancel(message):
                 return
@@ -181,12 +193,12 @@ class StdioFastPath:
         self,
         call: PlainCall,
         client: ClientInfo,
+        scope: anyio.CancelScope,
         line: bytes,
-        to_server: _ToServer,
-        write: LineWriter,
+        wire: _Wire,
     ) -> None:
-        with anyio.CancelScope() as scope:
-            self._inflight[call.id] = scope
+        to_server, write = wire.to_server, wire.write
+        with scope:
             try:
                 outcome = await self.handle(
                     call.request,

@@ -16,11 +16,12 @@ def canonical_json(value: Any) -> bytes:
 
     The bytes are those of ``json.dumps(value, sort_keys=True, separators=(",", ":"),
     ensure_ascii=False, allow_nan=False)``, which pins and audit chains on record were hashed
-    over. orjson writes the same bytes, tens of times faster on large values, except for some
-    floats (exponents, NaN): a value with such a float, and whatever orjson refuses, takes the
-    standard library.
+    over. orjson writes the same bytes, tens of times faster on large values, for plain JSON
+    values (dicts, lists, tuples, strings, integers, booleans, None, and floats it formats as
+    ``repr`` does); anything else (other types, subclasses, other floats, cycles), and whatever
+    orjson refuses, takes the standard library, which answers or raises as it always did.
     """
-    if _orjson_agrees(value):
+    if _plain(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except TypeError:
@@ -30,17 +31,26 @@ def canonical_json(value: Any) -> bytes:
     ).encode()
 
 
-def _orjson_agrees(value: Any) -> bool:
-    """Whether every float in ``value`` is written by orjson as `json` writes it (``repr``)."""
-    pending = [value]
+_SCALARS: frozenset[type] = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only plain JSON types, no container twice, and only floats that
+    orjson writes as `json` does (``repr``)."""
+    pending, seen = [value], set()
     while pending:
         item = pending.pop()
-        if isinstance(item, float) and orjson.dumps(item) != repr(item).encode():
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is float:
+            if orjson.dumps(item) != repr(item).encode():
+                return False
+            continue
+        if kind not in (dict, list, tuple) or id(item) in seen:
             return False
-        if isinstance(item, dict):
-            pending.extend(item.values())
-        elif isinstance(item, list | tuple):
-            pending.extend(item)
+        seen.add(id(item))
+        pending.extend(item.values() if kind is dict else item)
     return True
 
 

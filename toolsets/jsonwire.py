@@ -11,12 +11,15 @@ import orjson
 
 __all__ = ["dumps", "loads"]
 
+_AS_JSON_DOES = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+"""Datetimes and dataclasses go to ``default`` (or are refused), as with `json.dumps`."""
+
 
 def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> bytes:
     """Compact UTF-8 JSON (non-ASCII characters kept as they are); ``default`` converts what
     JSON has no type for, as in `json.dumps`."""
     try:
-        return orjson.dumps(value, default=default)
+        return orjson.dumps(value, default=default, option=_AS_JSON_DOES)
     except TypeError:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=default)
         return text.encode()

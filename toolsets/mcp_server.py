@@ -126,13 +126,17 @@ class MCPServerToolset(Toolset):
         with anyio.move_on_after(self.timeout):
             try:
                 if pipe is not None and progress is None:
-                    return await _direct_call(pipe, tool.upstream_name, args)
+                    return await _direct_call(pipe, self.name, tool.upstream_name, args)
                 result = await client.call_tool(
                     tool.upstream_name, dict(args), progress_callback=progress
                 )
                 return tool_result_from_mcp(result)
             except MCPError as exc:
                 error = exc.error
+                if error.code == types.CONNECTION_CLOSED:  # the SDK client lost the server
+                    self._lost.set()
+                    message = f"Server {self.name!r} connection lost: {error.message}"
+                    raise UpstreamError(message, server=self.name) from None
                 raise UpstreamRequestError(
                     error.message, server=self.name, code=error.code, data=error.data
                 ) from None
@@ -272,14 +276,20 @@ class MCPServerToolset(Toolset):
         await self._on_status(self.name, status, detail)
 
 
-async def _direct_call(pipe: StdioPipe, name: str, args: Mapping[str, Any]) -> ToolResult:
+async def _direct_call(
+    pipe: StdioPipe, server: str, name: str, args: Mapping[str, Any]
+) -> ToolResult:
     """``tools/call`` straight down a stdio pipe (no progress wanted, so no session needed)."""
     raw = await pipe.request("tools/call", {"name": name, "arguments": args})
     if raw.get("resultType") == "input_required":
         # The gateway does not relay an upstream's questions (as with elicitation requests).
         message = f"Server asked for input on {name!r}; lockgate does not relay upstream questions."
         return ToolResult.error(message)
-    return tool_result_from_wire(raw)
+    try:
+        return tool_result_from_wire(raw)
+    except ValueError as exc:
+        message = f"Server {server!r} sent a malformed result for {name!r}: {exc}"
+        raise UpstreamError(message, server=server) from None
 
 
 def _listens(client: Client) -> bool:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
 from toolsets.decision import Decision
-from toolsets.errors import ToolNotFoundError
+from toolsets.errors import ToolNotFoundError, UpstreamError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
@@ -61,6 +61,10 @@ class PolicyToolset(WrapperToolset):
         if decision.effect == "deny":
             message = decision.message or f"Denied by policy: {decision.reason}"
             return await self.refuse(tool, args, ctx, message)
-        result = await self.wrapped.call_tool(name, args, ctx, tool)
+        try:
+            result = await self.wrapped.call_tool(name, args, ctx, tool)
+        except UpstreamError:
+            self.decider.record(tool, args, ctx)  # answered, as an error the model reads
+            raise
         self.decider.record(tool, args, ctx)
         return result

@@ -54,25 +54,28 @@ class ToolResult:
     def from_wire(cls, data: Mapping[str, Any]) -> ToolResult:
         """The result whose MCP wire form is ``data`` (as decoded from JSON; not copied deeply).
 
-        Only the shape the chain relies on is checked (a ``content`` list of typed blocks); the
-        blocks themselves reach the client as the upstream sent them, and its SDK validates them.
+        The content blocks are validated as MCP content (pydantic, without copying their data)
+        and kept as they came; ``structuredContent`` and ``_meta`` must be objects and
+        ``isError`` a boolean.
 
         Raises:
             ValueError: ``data`` is not a ``CallToolResult`` object.
         """
         content = data.get("content", [])
-        if not isinstance(content, list) or not all(
-            isinstance(block, dict) and isinstance(block.get("type"), str) for block in content
-        ):
-            raise ValueError("a tool result needs a list of content blocks")
-        structured = data.get("structuredContent")
-        if structured is not None and not isinstance(structured, dict):
-            raise ValueError("structuredContent must be an object")
+        if not isinstance(content, list):
+            raise ValueError("content must be a list of content blocks")
+        blocks = tuple(_BLOCKS.validate_python(content))  # pydantic's ValidationError: ValueError
+        for key in ("structuredContent", "_meta"):
+            if data.get(key) is not None and not isinstance(data[key], dict):
+                raise ValueError(f"{key} must be an object")
+        is_error = data.get("isError", False)
+        if not isinstance(is_error, bool):
+            raise ValueError("isError must be true or false")
         wire = {k: v for k, v in data.items() if k in _WIRE_KEYS and v is not None}
         wire["content"] = content
-        wire["isError"] = bool(data.get("isError", False))
+        wire["isError"] = is_error
         result = cls.__new__(cls)
-        result._wire, result._blocks = wire, None
+        result._wire, result._blocks = wire, blocks
         return result
 
     @classmethod

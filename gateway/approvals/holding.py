@@ -122,7 +122,8 @@ class HeldCalls:
     async def _claim(
         self, call: PendingCall, tool: ToolDef, ctx: CallContext, hold: float
     ) -> ToolResult | Approved:
-        if tool.pin != call.tool_pin:
+        current = await self.service.current_tool(call.tool)  # it may have changed while held
+        if current is None or current.pin != call.tool_pin:
             reason = f"tool {call.tool!r} changed or disappeared after approval; not executed"
             failed = await self.service.store.transition(
                 call.id, expect={"approved"}, to="failed", error=reason, delivered=True

@@ -255,6 +255,10 @@ class ApprovalService:
         if resolving is not None:
             await resolving.wait()
 
+    async def current_tool(self, name: str) -> ToolDef | None:
+        """The tool ``name`` as the catalogue has it now (its pin may differ from a held call's)."""
+        return (await self._catalogue()).get(name)
+
     async def get(self, id: str) -> PendingCall:
         """The pending call ``id``.
 

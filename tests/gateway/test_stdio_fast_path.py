@@ -243,3 +243,32 @@ def test_lockgate_stdio_reads_a_file_on_stdin_through_the_sdk_transport(
 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == LEGACY
+
+
+@ERAS
+async def test_a_cancel_read_right_after_its_call_still_cancels_it(
+    gateway: Gateway, era: str
+) -> None:
+    async with connection(gateway, era) as wire:
+        with answered(gateway.metrics, STDIO, fast=2, sdk=0):  # the cancel and the echo
+            await wire.request(
+                41, "tools/call", {"name": "dual__slow", "arguments": {"steps": 999}}
+            )
+            await wire.notify("notifications/cancelled", {"requestId": 41})
+            await wire.request(42, "tools/call", {"name": "dual__echo", "arguments": {"text": "x"}})
+            await wire.answer(42)
+
+    assert [m for m in wire.out if m.get("id") == 41] == []
+
+
+def test_lockgate_stdio_with_the_null_device_on_stdin_ends_at_once(config: Path) -> None:
+    done = subprocess.run(
+        [*CLI, "stdio", "--config", str(config)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b""

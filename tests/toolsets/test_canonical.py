@@ -3,8 +3,11 @@ and audit chains recorded before keep verifying, whichever encoder produced them
 
 from __future__ import annotations
 
+import datetime
+import enum
 import json
 import math
+import uuid
 from typing import Any
 
 import pytest
@@ -56,3 +59,42 @@ def test_a_lone_surrogate_is_refused_as_before() -> None:
 def test_the_hash_covers_the_canonical_bytes() -> None:
     assert sha256_hex({"b": 1, "a": 2}) == sha256_hex({"a": 2, "b": 1})
     assert sha256_hex({"a": 1}) != sha256_hex({"a": 1.0})
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+class Number(float):
+    """A float subclass (as numpy's ``float64`` is)."""
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"n": Number(1.5)}, id="float-subclass"),
+        pytest.param({"shared": [[1, 2]] * 2}, id="shared-container"),
+    ],
+)
+def test_values_beyond_plain_json_still_get_the_standard_librarys_bytes(value: Any) -> None:
+    assert canonical_json(value) == reference(value)
+
+
+def test_a_cycle_is_refused_as_before() -> None:
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)
+    with pytest.raises(ValueError, match="Circular reference"):
+        canonical_json(cyclic)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(uuid.UUID(int=1), id="uuid"),
+        pytest.param(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), id="datetime"),
+        pytest.param(Color.RED, id="enum"),
+    ],
+)
+def test_what_json_cannot_encode_is_still_refused(value: Any) -> None:
+    with pytest.raises(TypeError):
+        canonical_json({"value": value})
