@@ -17,6 +17,7 @@ counts which path answered; ``tests/gateway/test_fast_path.py`` compares the ans
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -102,6 +103,14 @@ async def _send_json(send: Send, status: int, body: bytes, session_id: str | Non
     await send({"type": "http.response.body", "body": body})
 
 
+@functools.lru_cache(maxsize=64)
+def _accepts(accept: str) -> tuple[bool, bool]:
+    """The SDK's ``(has_json, has_sse)`` verdict on an Accept header, once per distinct value
+    (clients send the same one on every request)."""
+    request = Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]})
+    return check_accept_headers(request)
+
+
 def _requestor(scope: Scope) -> object:
     """Who the SDK takes this request to be from, as it compares with a session's owner."""
     user = scope.get("user")
@@ -149,7 +158,7 @@ class FastPath:
         headers = dict(raw)
         if not headers.get("content-type", "").lower().startswith("application/json"):
             return False
-        has_json, has_sse = check_accept_headers(Request(scope))
+        has_json, has_sse = _accepts(headers.get("accept", ""))
         if not (has_json and has_sse):  # what the SDK requires of both eras' POSTs
             return False
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time as _time
@@ -71,7 +72,7 @@ class _Clock:
             else:
                 self._ms, self._tail = ms, random.getrandbits(_TAIL_BITS - 1)
                 self._prefix = _b32(ms)[-10:]
-                self._time = _rfc3339(ms / 1000)
+                self._time = _rfc3339(ms)
             tail, prefix, stamp = self._tail, self._prefix, self._time
         return prefix + _b32(tail), stamp
 
@@ -91,8 +92,16 @@ def _b32(value: int) -> str:
     )
 
 
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+@functools.lru_cache(maxsize=4)
+def _second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _rfc3339(ms: int) -> str:
+    """Milliseconds since the epoch as RFC 3339 UTC with milliseconds (the second's text is
+    formatted once per second)."""
+    seconds, millis = divmod(ms, 1000)
+    return f"{_second(seconds)}.{millis:03d}Z"
 
 
 _clock = _Clock()
