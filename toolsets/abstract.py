@@ -35,9 +35,12 @@ class Toolset(ABC):
 
     @property
     def version(self) -> Hashable:
-        """Changes whenever ``get_tools`` may answer differently for the same context.
+        """Changes whenever ``get_tools`` may answer differently.
 
-        Catalogue caches are keyed by it. A fixed catalogue keeps the default.
+        Catalogue caches (`CombinedToolset`, `PrefixedToolset`, `FilteredToolset`) are keyed by
+        it, so a toolset whose catalogue changes must change it; a fixed catalogue keeps the
+        default. Below `CombinedToolset` a catalogue must not depend on the context: what one
+        caller may see is decided above it (`FilteredToolset`).
         """
         return 0
 
