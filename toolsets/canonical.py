@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from typing import Any
@@ -22,10 +23,9 @@ def canonical_json(value: Any) -> bytes:
     orjson refuses, takes the standard library, which answers or raises as it always did.
     """
     if _plain(value):
-        try:
+        # Refused (non-string keys, integers beyond 64 bits, lone surrogates): as json does.
+        with contextlib.suppress(TypeError):
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except TypeError:
-            pass  # non-string keys, integers beyond 64 bits, lone surrogates: as json does
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode()
