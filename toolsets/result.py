@@ -20,6 +20,16 @@ _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 _WIRE_KEYS = frozenset({"content", "structuredContent", "isError", "_meta"})
 
 
+def _plain_text(block: Any) -> bool:
+    """A text block with nothing but its text: valid MCP content without asking pydantic."""
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and len(block) == 2
+    )
+
+
 class ToolResult:
     """The result of a tool call (immutable; ``with_meta`` makes a changed copy).
 
@@ -64,7 +74,9 @@ class ToolResult:
         content = data.get("content", [])
         if not isinstance(content, list):
             raise ValueError("content must be a list of content blocks")
-        blocks = tuple(_BLOCKS.validate_python(content))  # pydantic's ValidationError: ValueError
+        blocks: tuple[ContentBlock, ...] | None = None
+        if not all(_plain_text(block) for block in content):  # the common case needs no models
+            blocks = tuple(_BLOCKS.validate_python(content))  # ValidationError is a ValueError
         for key in ("structuredContent", "_meta"):
             if data.get(key) is not None and not isinstance(data[key], dict):
                 raise ValueError(f"{key} must be an object")
