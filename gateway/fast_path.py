@@ -42,10 +42,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway.approvals.caller import BackChannelRequired
 from gateway.downstream import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
-from gateway.raw_calls import PlainCall, RequestId, plain_call, response_bytes
+from gateway.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
 from toolsets import _sdk_compat as sdk
 from toolsets import jsonwire
-from toolsets.context import ClientInfo, Principal
+from toolsets.context import Principal
 
 __all__ = ["FastPath"]
 
@@ -281,13 +281,7 @@ class FastPath:
             return False
         if self._param_headers_mismatch(call, headers):
             return False
-        caps = verdict.client_capabilities
-        client = ClientInfo(
-            era="modern",
-            protocol_version=verdict.protocol_version,
-            elicitation=isinstance(caps, dict) and caps.get("elicitation") is not None,
-            transport="http",
-        )
+        client = modern_client(verdict, "http")
         with anyio.CancelScope() as cancel:
             # Structural cancellation: the client closing the exchange cancels the call. A bare
             # asyncio task watches (uvicorn runs asyncio), a task group per call costs more.

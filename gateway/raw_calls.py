@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from mcp.shared.inbound import InboundModernRoute
 from mcp_types import SERVER_INFO_META_KEY, ErrorData
 
 from gateway.calls import CallOutcome, ToolCallRequest
 from toolsets import jsonwire
+from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
 
-__all__ = ["PlainCall", "RequestId", "framed", "plain_call", "response_bytes"]
+__all__ = ["PlainCall", "RequestId", "framed", "modern_client", "plain_call", "response_bytes"]
 
 RequestId = str | int
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
@@ -46,6 +48,17 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
     if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
         return None
     return PlainCall(request_id, ToolCallRequest(name=name, arguments=args))
+
+
+def modern_client(verdict: InboundModernRoute, transport: Literal["http", "stdio"]) -> ClientInfo:
+    """The 2026-07-28 client a request's envelope (as the SDK's ladder read it) describes."""
+    caps = verdict.client_capabilities
+    return ClientInfo(
+        era="modern",
+        protocol_version=verdict.protocol_version,
+        elicitation=isinstance(caps, dict) and caps.get("elicitation") is not None,
+        transport=transport,
+    )
 
 
 def framed(outcome: CallOutcome, *, stamp: Any | None) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY, ErrorData
 from gateway.approvals.caller import BackChannelRequired
 from gateway.downstream import GatewayServer
 from gateway.metrics import Metrics
-from gateway.raw_calls import PlainCall, RequestId, plain_call, response_bytes
+from gateway.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
 from toolsets import jsonwire
 from toolsets.context import ClientInfo
 
@@ -169,13 +169,7 @@ class StdioFastPath:
         verdict = classify_inbound_request(message)
         if isinstance(verdict, InboundLadderRejection):
             return None
-        caps = verdict.client_capabilities
-        return ClientInfo(
-            era="modern",
-            protocol_version=verdict.protocol_version,
-            elicitation=isinstance(caps, dict) and caps.get("elicitation") is not None,
-            transport="stdio",
-        )
+        return modern_client(verdict, "stdio")
 
     def _cancel(self, message: Mapping[str, Any]) -> bool:
         params = message.get("params")
