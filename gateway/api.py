@@ -11,7 +11,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.api_errors import BadRequest, error_response, read_json
-from gateway.approvals.pending import Kind, State
+from gateway.approvals.human_interrupt import interrupt_request, read_response
+from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.auth import Authenticator, Role, bearer_token
 from gateway.events.sse import events_endpoint
 from gateway.gateway import Gateway
@@ -65,6 +66,18 @@ def _channel(request: Request) -> str:
     return claimed if claimed in API_CHANNELS else "api"
 
 
+def _langgraph(request: Request) -> bool:
+    """Whether the request asked for LangGraph's interrupt shapes (``?format=langgraph``)."""
+    value = request.query_params.get("format", "lockgate")
+    if value not in {"lockgate", "langgraph"}:
+        raise BadRequest(f"unknown format {value!r}: use 'langgraph' or leave it out")
+    return value == "langgraph"
+
+
+def _shaped(call: PendingCall, langgraph: bool) -> dict[str, Any]:
+    return interrupt_request(call) if langgraph else call.to_json()
+
+
 def _limit(raw: str) -> int:
     try:
         return max(min(int(raw), 1000), 0)
@@ -116,17 +129,18 @@ class _Handlers:
             tool=query.get("tool") or None,
             limit=_limit(query.get("limit", "100")),
         )
-        return JSONResponse({"items": [c.to_json() for c in calls]})
+        langgraph = _langgraph(request)
+        return JSONResponse({"items": [_shaped(c, langgraph) for c in calls]})
 
     async def get_call(self, request: Request, who: Principal) -> Response:
         await self.store.sweep_expired()
         call = await self.store.get(request.path_params["id"])
         if call is None:
             return JSONResponse({"error": "not_found"}, status_code=404)
-        return JSONResponse(call.to_json())
+        return JSONResponse(_shaped(call, _langgraph(request)))
 
     async def decide(self, request: Request, who: Principal) -> Response:
-        body = DecisionBody.model_validate(await read_json(request))
+        body = await self._decision_body(request)
         call = await self.service.decide(
             request.path_params["id"],
             body.decision,
@@ -136,6 +150,16 @@ class _Handlers:
             args=body.args,
         )
         return JSONResponse(call.to_json())
+
+    async def _decision_body(self, request: Request) -> DecisionBody:
+        """The decision posted: a lockgate body, or (``?format=langgraph``) a LangGraph
+        response, read for the held call's tool."""
+        langgraph, raw = _langgraph(request), await read_json(request)
+        if not langgraph:
+            return DecisionBody.model_validate(raw)
+        call = await self.service.get(request.path_params["id"])
+        answer = read_response(raw, action=call.tool)
+        return DecisionBody(decision=answer.decision, message=answer.message, args=answer.args)
 
     async def post_result(self, request: Request, who: Principal) -> Response:
         body = ResultBody.model_validate(await read_json(request))

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.human_interrupt import InvalidHumanResponse
 from gateway.approvals.service import DecisionRefused, NotAnApprover
 from gateway.errors import http_status_for
 from toolsets.errors import LockgateError
@@ -49,6 +50,8 @@ def error_response(exc: Exception) -> JSONResponse:
         return JSONResponse({"error": "invalid_body", "detail": errors}, status_code=422)
     if isinstance(exc, BadRequest):
         return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=exc.status)
+    if isinstance(exc, InvalidHumanResponse):
+        return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=400)
     if isinstance(exc, PendingNotFound):
         return JSONResponse({"error": "not_found", "detail": str(exc)}, status_code=404)
     if isinstance(exc, PendingConflict):

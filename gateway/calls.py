@@ -22,7 +22,7 @@ from gateway.mcp_errors import mcp_error
 from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
 from toolsets.result import ToolResult
 
-__all__ = ["CallHandler", "CallOutcome", "ToolCallRequest"]
+__all__ = ["HOLD_META", "CallHandler", "CallOutcome", "ToolCallRequest", "max_hold_of"]
 
 CallOutcome = ToolResult | types.InputRequiredResult | ErrorData
 """A result, a question for a 2026-07-28 caller, or a JSON-RPC error."""
@@ -36,6 +36,20 @@ class ToolCallRequest:
     arguments: Mapping[str, Any]
     request_state: str | None = None
     input_responses: Mapping[str, Any] | None = None
+    max_hold: float | None = None
+
+
+HOLD_META = "lockgate/hold"
+"""A ``tools/call`` ``_meta`` key: the most seconds the caller waits for a held call's decision
+before it is answered "pending" (a number, at least 0; anything else is ignored)."""
+
+
+def max_hold_of(meta: Mapping[str, Any] | None) -> float | None:
+    """The caller's cap on the hold, from a request's ``_meta`` (see `HOLD_META`)."""
+    value = meta.get(HOLD_META) if meta else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        return None
+    return float(value)
 
 
 class CallHandler:
@@ -66,6 +80,7 @@ class CallHandler:
             client=client,
             progress=progress,
             elicit=elicit,
+            max_hold=request.max_hold,
         )
         try:
             if request.request_state is not None and not await answer_input(

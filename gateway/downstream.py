@@ -23,7 +23,7 @@ from mcp_types import ErrorData
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from gateway.caller_approval import elicit_callback
-from gateway.calls import CallHandler, ToolCallRequest
+from gateway.calls import CallHandler, ToolCallRequest, max_hold_of
 from gateway.gateway import Gateway
 from gateway.legacy_sessions import LegacySessions
 from toolsets import _sdk_compat as sdk
@@ -185,6 +185,7 @@ class Downstream:
             arguments=params.arguments or {},
             request_state=params.request_state,
             input_responses=params.input_responses,
+            max_hold=max_hold_of(params.meta),
         )
         outcome = await self.handle(
             request,

@@ -89,6 +89,9 @@ class CallContext:
         elicit: Asks the calling user a question (MCP elicitation), when the client can answer.
         decision: The policy decision for this call, set by `PolicyToolset` (the wrappers below it
             and the events read it); None above it and for calls no policy saw.
+        max_hold: The most seconds the caller will wait for a held call's decision before it is
+            answered "pending" (None: the rule's ``hold``). A LangGraph tool asks for 0: it
+            pauses the graph with ``interrupt()`` instead of waiting.
     """
 
     principal: Principal = ANONYMOUS
@@ -98,3 +101,4 @@ class CallContext:
     progress: ProgressCallback | None = None
     elicit: ElicitCallback | None = None
     decision: Decision | None = None
+    max_hold: float | None = None

@@ -17,9 +17,11 @@ from typing import Any, Literal, Protocol, Self
 from mcp_types import TextContent
 
 from gateway.approvals.errors import PendingNotFound
+from gateway.approvals.human_interrupt import interrupt_config, interrupt_request, noted
 from gateway.approvals.service import DecisionRefused, NotAnApprover
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, CallContext, Principal
+from toolsets.decision import ALL_DECISION_KINDS
 from toolsets.errors import ApprovalConflict, LockgateError, UpstreamError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -33,6 +35,7 @@ __all__ = [
     "InProcessGateway",
     "denial_of",
     "held_of",
+    "minimal_interrupt_request",
     "result_text",
 ]
 
@@ -114,8 +117,21 @@ class GatewayClient(Protocol):
         """The tools visible to the principal, by exposed name."""
         ...
 
-    async def call_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
-        """Call a tool through the gateway (raises `ToolNotFoundError` for unknown tools)."""
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], *, max_hold: float | None = None
+    ) -> ToolResult:
+        """Call a tool through the gateway (raises `ToolNotFoundError` for unknown tools).
+
+        ``max_hold`` caps the seconds a held call waits for its decision before it is answered
+        "pending" (None: the rule's ``hold``).
+        """
+        ...
+
+    async def interrupt_request(
+        self, held: HeldCall, name: str, args: Mapping[str, Any], *, note: str | None = None
+    ) -> dict[str, Any]:
+        """The held call as a LangGraph interrupt request (see
+        `gateway.approvals.human_interrupt`); ``note`` says why the last response was refused."""
         ...
 
     async def describe(self, held: HeldCall) -> HeldCall:
@@ -155,6 +171,20 @@ def denial_of(result: ToolResult) -> Mapping[str, Any] | None:
     """The policy decision of a call the policy denied (effect, rule id, reason), or None."""
     decision = (result.meta or {}).get(DECISION_META)
     return decision if isinstance(decision, Mapping) else None
+
+
+def minimal_interrupt_request(
+    held: HeldCall, name: str, args: Mapping[str, Any], *, note: str | None = None
+) -> dict[str, Any]:
+    """An interrupt request for a held call the host may not read: every response offered (the
+    gateway refuses those its rule does not offer)."""
+    request = {
+        "action_request": {"action": name, "args": dict(args)},
+        "config": interrupt_config(ALL_DECISION_KINDS),
+        "description": f"held by the gateway for approval (approval {held.id})",
+        "lockgate": {"approval_id": held.id, "state": held.state},
+    }
+    return noted(request, note)
 
 
 def result_text(result: ToolResult) -> str:
@@ -201,15 +231,17 @@ class InProcessGateway:
     ) -> None:
         return None
 
-    def _ctx(self) -> CallContext:
-        return CallContext(principal=self.principal, session_id=self.session_id)
+    def _ctx(self, max_hold: float | None = None) -> CallContext:
+        return CallContext(principal=self.principal, session_id=self.session_id, max_hold=max_hold)
 
     async def list_tools(self) -> dict[str, ToolDef]:
         return dict(await self.gateway.tools(self._ctx()))
 
-    async def call_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], *, max_hold: float | None = None
+    ) -> ToolResult:
         try:
-            return await self.gateway.call_tool(name, dict(args), self._ctx())
+            return await self.gateway.call_tool(name, dict(args), self._ctx(max_hold))
         except UpstreamError as exc:  # the model reads it, as over MCP (gateway/mcp_errors.py)
             return ToolResult.error(str(exc))
 
@@ -220,6 +252,14 @@ class InProcessGateway:
         return HeldCall(
             id=held.id, kind=held.kind, state=call.state, rule_id=call.rule_id, reason=call.reason
         )
+
+    async def interrupt_request(
+        self, held: HeldCall, name: str, args: Mapping[str, Any], *, note: str | None = None
+    ) -> dict[str, Any]:
+        call = await self.gateway.store.get(held.id)
+        if call is None:
+            return minimal_interrupt_request(held, name, args, note=note)
+        return interrupt_request(call, note=note)
 
     async def decide(self, id: str, decision: HostDecision) -> None:
         who = self.approver or self.principal

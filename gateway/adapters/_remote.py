@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import httpx2
 import mcp_types as types
@@ -13,7 +13,15 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from gateway.adapters._client import CannotDecide, DecisionRejected, HeldCall, HostDecision
+from gateway.adapters._client import (
+    CannotDecide,
+    DecisionRejected,
+    HeldCall,
+    HostDecision,
+    minimal_interrupt_request,
+)
+from gateway.approvals.human_interrupt import noted
+from gateway.calls import HOLD_META
 from toolsets._sdk_compat import create_mcp_http_client
 from toolsets.errors import ToolNotFoundError, UpstreamError
 from toolsets.mcp_convert import tool_result_from_mcp
@@ -128,9 +136,12 @@ class RemoteGateway:
                 break
         return tools
 
-    async def call_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], *, max_hold: float | None = None
+    ) -> ToolResult:
+        meta = None if max_hold is None else cast(types.RequestParamsMeta, {HOLD_META: max_hold})
         try:
-            result = await self._mcp().call_tool(name, dict(args))
+            result = await self._mcp().call_tool(name, dict(args), meta=meta)
         except MCPError as exc:
             if exc.code == types.INVALID_PARAMS and "Unknown tool" in exc.error.message:
                 raise ToolNotFoundError(name) from None
@@ -153,6 +164,21 @@ class RemoteGateway:
             rule_id=body.get("rule_id"),
             reason=body.get("reason"),
         )
+
+    async def interrupt_request(
+        self, held: HeldCall, name: str, args: Mapping[str, Any], *, note: str | None = None
+    ) -> dict[str, Any]:
+        if self._approver_token is None or self._api is None:
+            return minimal_interrupt_request(held, name, args, note=note)
+        response = await self._api.get(
+            f"{self.api_url}/approvals/{held.id}",
+            params={"format": "langgraph"},
+            headers=self._auth(self._approver_token),
+        )
+        if response.status_code != 200:
+            return minimal_interrupt_request(held, name, args, note=note)
+        request: dict[str, Any] = response.json()
+        return noted(request, note)
 
     async def decide(self, id: str, decision: HostDecision) -> None:
         body: dict[str, Any] = {"decision": decision.kind}

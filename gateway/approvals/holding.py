@@ -65,6 +65,8 @@ class HeldCalls:
         except TooManyPending as exc:
             return await self.refuse(tool, args, ctx, str(exc))
         hold = decision.approval.hold
+        if ctx.max_hold is not None:
+            hold = min(hold, ctx.max_hold)
         deadline = anyio.current_time() + hold
         if call.state == "pending" and call.kind == "approval" and "caller" in call.approvers:
             # The hold bounds the wait for the caller's answer too.

@@ -1,0 +1,230 @@
+"""The gateway's tools as LangChain tools; held calls pause a LangGraph graph with ``interrupt()``.
+
+Install with ``pip install 'lockgate[langchain]'``. Build a `GatewayToolkit` from a running
+gateway in this process (`GatewayToolkit.from_gateway`) or from a gateway's URL
+(`GatewayToolkit.from_url`), open it (``async with`` or ``with``) and take its tools
+(``await toolkit.aget_tools()`` or ``toolkit.get_tools()``). Each is a LangChain ``BaseTool``
+with the gateway's name, description and JSON schema (passed whole: nested objects, enums);
+its result is ``content_and_artifact``: the text for the model, and the structured content.
+Tool errors, denials and refusals reach the model as the tool's error text.
+
+Held calls: inside a LangGraph node (a ``ToolNode`` or your own), a call the gateway holds for
+approval pauses the graph with ``interrupt()`` carrying LangGraph's human-in-the-loop request
+(``action_request``, ``config`` from the rule's decisions, ``description`` with the rule's
+reason and the approval id, and ``lockgate.approval_id``). Resume with
+``Command(resume={"type": "accept" | "edit" | "response" | "ignore", "args": ...})`` or a
+``HumanInTheLoopMiddleware`` decision (``approve``, ``edit``, ``reject``); see
+`gateway.adapters._review` for what happens then. The approvals page, the CLI and the REST API
+see and may decide the same pending call meanwhile; resuming then returns their outcome, and the
+call never runs twice. Outside a graph a held call is answered "pending", as over MCP.
+
+Deciding needs a credential: ``approver=`` in process (without one, the host decides only where
+the rule lists ``caller``), ``approver_token=`` remotely.
+
+Sync use (``tool.invoke``, ``graph.invoke``) runs the gateway's calls through an anyio blocking
+portal: the toolkit's own when opened with ``with`` (remote gateways), or the ``portal=`` the
+in-process gateway runs in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import ConfigDict, SkipValidation
+
+from gateway.adapters._client import GatewayClient, InProcessGateway, result_text
+from gateway.adapters._langgraph_compat import in_graph, interrupt
+from gateway.adapters._remote import RemoteGateway
+from gateway.adapters._review import Ask, call_reviewed
+from gateway.gateway import Gateway
+from toolsets.context import ANONYMOUS, Principal
+from toolsets.errors import ToolNotFoundError
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["GatewayTool", "GatewayToolkit"]
+
+T = TypeVar("T")
+
+
+class GatewayTool(BaseTool):
+    """One gateway tool as a LangChain tool (made by `GatewayToolkit`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    toolkit: SkipValidation[GatewayToolkit]
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_tool_error: bool = True
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        # The arguments travel as one dict: a tool argument may be called ``run_manager``.
+        parsed = self._parse_input(tool_input, tool_call_id)
+        return (parsed if isinstance(parsed, dict) else {},), {}
+
+    def _run(
+        self, args: dict[str, Any], run_manager: CallbackManagerForToolRun | None = None
+    ) -> tuple[str, Any]:
+        # interrupt() reads this thread's LangGraph context; the call runs in the portal's loop.
+        context = contextvars.copy_context()
+        ask: Ask | None = (lambda request: context.run(interrupt, request)) if in_graph() else None
+        return self.toolkit.blocking(self._call(args, ask))
+
+    async def _arun(
+        self, args: dict[str, Any], run_manager: AsyncCallbackManagerForToolRun | None = None
+    ) -> tuple[str, Any]:
+        return await self._call(args, interrupt if in_graph() else None)
+
+    async def _call(self, args: dict[str, Any], ask: Ask | None) -> tuple[str, Any]:
+        try:
+            result = await call_reviewed(self.toolkit.client, self.name, args, ask)
+        except ToolNotFoundError as exc:  # hidden or removed since the model saw the list
+            raise ToolException(str(exc)) from None
+        return _content(result)
+
+
+def _content(result: ToolResult) -> tuple[str, Any]:
+    if result.is_error:
+        raise ToolException(result_text(result))
+    return result_text(result), result.structured_content
+
+
+class GatewayToolkit:
+    """A lockgate gateway's tools for LangChain and LangGraph (see the module docs).
+
+    Args:
+        client: The gateway backend (`InProcessGateway` or `RemoteGateway`).
+        portal: Where sync calls run: the blocking portal of the event loop the client lives in.
+    """
+
+    def __init__(self, client: GatewayClient, *, portal: BlockingPortal | None = None) -> None:
+        self.client = client
+        self.portal = portal
+        self._own_portal: contextlib.ExitStack | None = None
+
+    @classmethod
+    def from_gateway(
+        cls,
+        gateway: Gateway,
+        *,
+        principal: Principal = ANONYMOUS,
+        approver: Principal | None = None,
+        portal: BlockingPortal | None = None,
+    ) -> GatewayToolkit:
+        """Tools of a running in-process ``gateway``, called as ``principal``.
+
+        Args:
+            gateway: A started `gateway.Gateway` (the host owns its lifecycle).
+            principal: Who calls the tools.
+            approver: Who decides held calls for the host, if the host may decide.
+            portal: The blocking portal of the gateway's event loop, for sync use.
+        """
+        client = InProcessGateway(
+            gateway=gateway, principal=principal, approver=approver, channel="langgraph"
+        )
+        return cls(client, portal=portal)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        token: str | None = None,
+        approver_token: str | None = None,
+        mode: str = "auto",
+        timeout: float = 120.0,
+    ) -> GatewayToolkit:
+        """Tools of the gateway at ``url`` over MCP; open it with ``async with`` or ``with``.
+
+        Args:
+            url: The gateway's base URL or its ``/mcp`` URL.
+            token: The agent's bearer token.
+            approver_token: An approver token, when the host decides held calls.
+            mode: MCP client mode: ``auto`` (2026-07-28 when offered) or ``legacy``.
+            timeout: Seconds per request (above the longest ``hold`` of the policy).
+        """
+        remote = RemoteGateway(
+            url, token=token, approver_token=approver_token, mode=mode, timeout=timeout
+        )
+        return cls(remote)
+
+    async def __aenter__(self) -> Self:
+        await self.client.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.client.__aexit__(exc_type, exc, tb)
+
+    def __enter__(self) -> Self:
+        """Open for sync use: starts the toolkit's own portal when none was given."""
+        with contextlib.ExitStack() as stack:
+            if self.portal is None:
+                self.portal = stack.enter_context(start_blocking_portal())
+                stack.callback(setattr, self, "portal", None)
+            stack.enter_context(self.portal.wrap_async_context_manager(self.client))
+            self._own_portal = stack.pop_all()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        stack, self._own_portal = self._own_portal, None
+        if stack is not None:
+            stack.__exit__(exc_type, exc, tb)
+
+    async def aget_tools(self) -> list[BaseTool]:
+        """The tools the principal may see, as LangChain tools."""
+        return [self._tool(tool) for tool in (await self.client.list_tools()).values()]
+
+    def get_tools(self) -> list[BaseTool]:
+        """`aget_tools` for sync code (needs a portal: ``with toolkit:`` or ``portal=``)."""
+        return self.blocking(self.aget_tools())
+
+    def blocking(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` in the gateway's event loop, from sync code in another thread."""
+        if self.portal is None:
+            coroutine.close()
+            raise RuntimeError(
+                "sync use of a GatewayToolkit needs a portal: open it with 'with toolkit:', "
+                "pass portal= for an in-process gateway, or use the async API (ainvoke)"
+            )
+
+        async def run() -> T:
+            return await coroutine
+
+        return self.portal.call(run)
+
+    def _tool(self, tool: ToolDef) -> GatewayTool:
+        return GatewayTool(
+            name=tool.name,
+            description=tool.description or tool.title or tool.name,
+            args_schema=dict(tool.input_schema),
+            toolkit=self,
+            metadata={
+                "lockgate": {
+                    "server": tool.server,
+                    "pin": tool.pin,
+                    "title": tool.title,
+                    "annotations": dict(tool.annotations or {}),
+                }
+            },
+        )
+
+
+GatewayTool.model_rebuild()

@@ -1,0 +1,170 @@
+"""LangGraph's human-in-the-loop vocabulary for a held call: the interrupt request a reviewer
+sees, and the responses a reviewer may give.
+
+The request (the ``HumanInterrupt`` shape that LangGraph review UIs such as Agent Inbox read)::
+
+    {"action_request": {"action": TOOL, "args": {...}},
+     "config": {"allow_accept": bool, "allow_edit": bool, "allow_respond": bool,
+                "allow_ignore": bool},
+     "description": "why the call is held (approval ap_...)",
+     "lockgate": {"approval_id": "ap_...", ...}}
+
+``config`` follows the rule's ``decisions``: approve → accept, edit → edit, respond → respond,
+deny → ignore. Responses are read in two vocabularies:
+
+- the ``HumanResponse`` shape, ``{"type": "accept" | "edit" | "response" | "ignore", "args": ...}``
+  (``edit``: the new arguments, or an ``{"action", "args"}`` action request; ``response``: the
+  text given instead of running the tool), also as a one-element list, as Agent Inbox sends it;
+- LangChain's ``HumanInTheLoopMiddleware`` decisions, ``{"type": "approve" | "edit" | "reject"}``
+  (``edit`` carries ``edited_action: {"name", "args"}``, ``reject`` an optional ``message``),
+  alone or as ``{"decisions": [decision]}``.
+
+``ignore`` and ``reject`` deny the call, with the given text (if any) as the model's message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gateway.approvals.pending import HumanDecision, PendingCall
+from toolsets.errors import LockgateError
+
+__all__ = [
+    "InvalidHumanResponse",
+    "ReviewAnswer",
+    "interrupt_config",
+    "interrupt_request",
+    "noted",
+    "read_response",
+]
+
+_CONFIG_OF: Final[dict[str, HumanDecision]] = {
+    "allow_accept": "approve",
+    "allow_edit": "edit",
+    "allow_respond": "respond",
+    "allow_ignore": "deny",
+}
+_DENIED = "The call was rejected by a reviewer."
+
+
+class InvalidHumanResponse(LockgateError, ValueError):
+    """A resume value that is no known response, or a response type the reviewer may not give."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewAnswer:
+    """A reviewer's response in the gateway's terms.
+
+    Attributes:
+        decision: ``approve``, ``edit``, ``deny`` or ``respond``.
+        message: The deny message, or the text given instead of running the tool.
+        args: The new arguments of an ``edit``.
+    """
+
+    decision: HumanDecision
+    message: str | None = None
+    args: dict[str, Any] | None = None
+
+
+def interrupt_config(decisions: Iterable[str]) -> dict[str, bool]:
+    """The ``config`` of an interrupt request offering ``decisions``."""
+    offered = set(decisions)
+    return {key: decision in offered for key, decision in _CONFIG_OF.items()}
+
+
+def interrupt_request(call: PendingCall, *, note: str | None = None) -> dict[str, Any]:
+    """The interrupt request for the held ``call``; ``note`` is added to the description (why
+    an earlier response was refused)."""
+    description = f"{call.reason} (approval {call.id})" if call.reason else f"approval {call.id}"
+    return noted(
+        {
+            "action_request": {"action": call.tool, "args": call.args},
+            "config": interrupt_config(call.decisions),
+            "description": description,
+            "lockgate": {
+                "approval_id": call.id,
+                "state": call.state,
+                "rule_id": call.rule_id,
+                "principal": call.principal,
+                "decisions": list(call.decisions),
+                "requested_at": _iso(call.created_at),
+                "expires_at": _iso(call.expires_at),
+            },
+        },
+        note,
+    )
+
+
+def noted(request: dict[str, Any], note: str | None) -> dict[str, Any]:
+    """``request`` with ``note`` (why the reviewer's last response was refused) added to its
+    description."""
+    if note:
+        request["description"] = (
+            f"{request['description']}\n\nYour last response was refused: {note}"
+        )
+    return request
+
+
+def read_response(value: Any, *, action: str) -> ReviewAnswer:
+    """The reviewer's answer in ``value`` (any shape of the module docstring) for a call of the
+    tool ``action``.
+
+    Raises:
+        InvalidHumanResponse: not a known response shape or type.
+    """
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, Mapping) and "decisions" in value:
+        decisions = value["decisions"]
+        if not isinstance(decisions, list) or len(decisions) != 1:
+            raise InvalidHumanResponse("'decisions' must hold exactly one decision for this call")
+        value = decisions[0]
+    if not isinstance(value, Mapping) or not isinstance(value.get("type"), str):
+        raise InvalidHumanResponse(
+            "a response is an object with a 'type' (accept, edit, response, ignore; or "
+            f"approve, edit, reject), not {type(value).__name__}"
+        )
+    return _answer(value["type"], value, action)
+
+
+def _answer(kind: str, value: Mapping[str, Any], action: str) -> ReviewAnswer:
+    args = value.get("args")
+    if kind in {"accept", "approve"}:
+        return ReviewAnswer(decision="approve")
+    if kind == "edit":
+        return ReviewAnswer(decision="edit", args=_edited(value, action))
+    if kind == "response":
+        if not isinstance(args, str):
+            raise InvalidHumanResponse("a 'response' carries its text in 'args'")
+        return ReviewAnswer(decision="respond", message=args)
+    if kind in {"ignore", "reject"}:
+        text = value.get("message", args)
+        return ReviewAnswer(decision="deny", message=text if isinstance(text, str) else _DENIED)
+    raise InvalidHumanResponse(f"unknown response type {kind!r}")
+
+
+def _edited(value: Mapping[str, Any], action: str) -> dict[str, Any]:
+    if "edited_action" in value:  # HumanInTheLoopMiddleware: {"name", "args"}
+        edited = value["edited_action"]
+        if not isinstance(edited, Mapping) or edited.get("name", action) != action:
+            raise InvalidHumanResponse("an edit may change the arguments, not the tool")
+        edited = edited.get("args")
+    else:  # HumanResponse: the arguments, or Agent Inbox's {"action", "args"} action request
+        edited = value.get("args")
+        if (
+            isinstance(edited, Mapping)
+            and set(edited) == {"action", "args"}
+            and edited["action"] == action
+            and isinstance(edited["args"], Mapping)
+        ):
+            edited = edited["args"]
+    if not isinstance(edited, Mapping):
+        raise InvalidHumanResponse("an 'edit' carries the new arguments as an object")
+    return dict(edited)
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
