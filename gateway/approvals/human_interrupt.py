@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from gateway.approvals.pending import HumanDecision, PendingCall
@@ -62,11 +62,13 @@ class ReviewAnswer:
         decision: ``approve``, ``edit``, ``deny`` or ``respond``.
         message: The deny message, or the text given instead of running the tool.
         args: The new arguments of an ``edit``.
+        given: The response type as the reviewer gave it (``accept``, ``ignore``, ``reject``...).
     """
 
     decision: HumanDecision
     message: str | None = None
     args: dict[str, Any] | None = None
+    given: str = ""
 
 
 def interrupt_config(decisions: Iterable[str]) -> dict[str, bool]:
@@ -127,7 +129,8 @@ def read_response(value: Any, *, action: str) -> ReviewAnswer:
             "a response is an object with a 'type' (accept, edit, response, ignore; or "
             f"approve, edit, reject), not {type(value).__name__}"
         )
-    return _answer(value["type"], value, action)
+    answer = _answer(value["type"], value, action)
+    return replace(answer, given=value["type"])
 
 
 def _answer(kind: str, value: Mapping[str, Any], action: str) -> ReviewAnswer:

@@ -102,6 +102,13 @@ class ApprovalService:
         self.max_pending = max_pending
         self.closing = False
         self._resolving: dict[str, anyio.Event] = {}
+        self._reviewed: dict[str, ToolDef] = {}
+
+    def register_reviewed(self, tool: ToolDef) -> None:
+        """Know ``tool``, a host's own function reviewed through the gateway (the
+        ``human_in_the_loop`` decorators), so that edits of its calls are validated; its name
+        is not a valid exposed tool name, so no gateway call can match its records."""
+        self._reviewed[tool.name] = tool
 
     # -- creating ------------------------------------------------------------------------------
 
@@ -232,7 +239,7 @@ class ApprovalService:
     ) -> dict[str, Any]:
         if args is None:
             raise DecisionRefused("an edit needs new arguments")
-        tool = (await self._catalogue()).get(call.tool)
+        tool = await self.current_tool(call.tool)
         if tool is None or tool.pin != call.tool_pin:
             raise DecisionRefused(
                 f"tool {call.tool!r} changed or disappeared since the call was held"
@@ -257,7 +264,7 @@ class ApprovalService:
 
     async def current_tool(self, name: str) -> ToolDef | None:
         """The tool ``name`` as the catalogue has it now (its pin may differ from a held call's)."""
-        return (await self._catalogue()).get(name)
+        return (await self._catalogue()).get(name) or self._reviewed.get(name)
 
     async def get(self, id: str) -> PendingCall:
         """The pending call ``id``.
@@ -272,7 +279,7 @@ class ApprovalService:
         await self._resolved(call)
 
     async def _resolved(self, call: PendingCall) -> None:
-        tool = (await self._catalogue()).get(call.tool)
+        tool = await self.current_tool(call.tool)
         if tool is None:
             tool = ToolDef(name=call.tool, server=call.server, upstream_name=call.upstream_tool)
         await self.record(

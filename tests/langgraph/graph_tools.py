@@ -33,7 +33,9 @@ def reset() -> None:
     EXECUTED.clear()
 
 
-def transfer(account: str, amount: int, currency: Literal["EUR", "USD"] = "EUR") -> dict[str, object]:
+def transfer(
+    account: str, amount: int, currency: Literal["EUR", "USD"] = "EUR"
+) -> dict[str, object]:
     """Transfer money to an account.
 
     Args:
