@@ -180,7 +180,8 @@ class ApprovalService:
         if decision not in call.decisions:
             raise DecisionRefused(f"decision {decision!r} is not offered for {id}")
         edited = await self._checked_edit(call, args) if decision == "edit" else None
-        to, update = _outcome_of(decision, message, edited)
+        typed = decision == "respond" and await self._has_output_schema(call.tool)
+        to, update = _outcome_of(decision, message, edited, typed=typed)
         update |= {"decided_by": by.id, "decision": decision, "channel": channel}
         # A held caller wakes on the transition; it runs only once the decision is on record.
         resolving = self._resolving.setdefault(id, anyio.Event())
@@ -233,6 +234,10 @@ class ApprovalService:
         )
         await self._resolved(call)
         return call
+
+    async def _has_output_schema(self, name: str) -> bool:
+        tool = await self.current_tool(name)
+        return tool is not None and tool.output_schema is not None
 
     async def _checked_edit(
         self, call: PendingCall, args: Mapping[str, Any] | None
@@ -314,9 +319,13 @@ def _requested(
 
 
 def _outcome_of(
-    decision: str, message: str | None, edited: dict[str, Any] | None
+    decision: str, message: str | None, edited: dict[str, Any] | None, *, typed: bool = False
 ) -> tuple[State, dict[str, Any]]:
-    """The state a decision leads to, and what it records."""
+    """The state a decision leads to, and what it records.
+
+    A ``respond`` text cannot conform to a tool's output schema, which MCP requires of every
+    successful result (clients check it): for a ``typed`` tool it is an ``isError`` result.
+    """
     if decision == "approve":
         return "approved", {}
     if decision == "edit":
@@ -324,7 +333,8 @@ def _outcome_of(
     if decision == "deny":
         return "denied", {"message": message or "The call was denied by an approver."}
     text = message or ""  # respond: the human's text is the result; the tool never runs
-    return "done", {"message": text, "result": result_to_wire(ToolResult.text(text))}
+    result = ToolResult.error(text) if typed else ToolResult.text(text)
+    return "done", {"message": text, "result": result_to_wire(result)}
 
 
 def _value_result(value: Any) -> ToolResult:
