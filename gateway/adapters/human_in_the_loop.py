@@ -43,9 +43,11 @@ from gateway.approvals.human_interrupt import (
     InvalidHumanResponse,
     ReviewAnswer,
     interrupt_config,
+    noted,
     read_response,
 )
 from gateway.approvals.pending import PendingCall
+from gateway.approvals.service import DecisionRefused
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
 
@@ -73,8 +75,11 @@ Runner = Callable[[dict[str, Any]], Awaitable[Any]]
 OFFERED = ("approve", "edit", "respond")
 
 
-def review_request(params: InterruptParams, call: PendingCall | None) -> dict[str, Any]:
-    """The interrupt request of the default handler (with the gateway record's id, if any)."""
+def review_request(
+    params: InterruptParams, call: PendingCall | None, note: str | None = None
+) -> dict[str, Any]:
+    """The interrupt request of the default handler (with the gateway record's id, if any, and
+    why the last response was refused)."""
     name = params["tool_call_name"]
     request: dict[str, Any] = {
         "action_request": {"action": name, "args": params["tool_call_args"]},
@@ -84,7 +89,7 @@ def review_request(params: InterruptParams, call: PendingCall | None) -> dict[st
     if call is not None:
         request["description"] += f" (approval {call.id})"
         request["lockgate"] = {"approval_id": call.id}
-    return request
+    return noted(request, note)
 
 
 def _answer(response: Any, params: InterruptParams) -> ReviewAnswer:
@@ -104,20 +109,29 @@ async def _review(params: InterruptParams, ledger: Ledger | None, ask: Ask, run:
     """The default handler: ask (unless the gateway record is decided already), then act."""
     call = None if ledger is None else await ledger.open(params["tool_call_args"])
     plan = None if call is None else plan_of_record(call)
-    if plan is None:
-        answer = _answer(ask(review_request(params, call)), params)
+    note: str | None = None
+    while plan is None:
+        answer = _answer(ask(review_request(params, call, note)), params)
         if ledger is None or call is None:
             plan = _plan(answer, params)
-        else:
+            break
+        try:
             call = await ledger.decide(call, answer)
-            plan = plan_of_record(call) or Refused(f"Call {call.id} is still undecided.")
-    if isinstance(plan, Refused):
-        raise ToolException(plan.message)
-    if isinstance(plan, Say):
-        return plan.text
+        except DecisionRefused as exc:  # an edit the schema refuses: ask again, saying why
+            note = str(exc)
+            continue
+        plan = plan_of_record(call) or Refused(f"Call {call.id} is still undecided.")
+    if not isinstance(plan, Run):
+        return _said(plan)
     if ledger is None or call is None:
         return await run(plan.args)
     return await ledger.run(call, plan.args, run)
+
+
+def _said(plan: Say | Refused) -> str:
+    if isinstance(plan, Refused):
+        raise ToolException(plan.message)
+    return plan.text
 
 
 def _ledger(tool: BaseTool, gateway: Gateway | None, principal: Principal) -> Ledger | None:
@@ -146,8 +160,9 @@ def _sync_default(ledger: Ledger | None, portal: BlockingPortal | None) -> Human
         async def run(args: dict[str, Any]) -> Any:
             return await anyio.to_thread.run_sync(context.run, params["tool"].invoke, args)
 
-        if portal is None:
-            return anyio.run(_review, params, ledger, ask, run)
+        if portal is None:  # nothing to record: no event loop needed
+            plan = _plan(_answer(interrupt(review_request(params, None)), params), params)
+            return params["tool"].invoke(plan.args) if isinstance(plan, Run) else _said(plan)
         return portal.call(_review, params, ledger, ask, run)
 
     return handler
