@@ -7,8 +7,11 @@ extras (``import gateway`` works without them):
   held calls as pydantic-ai deferred tool calls.
 - `gateway.adapters.openai` (``pip install 'lockgate[openai]'``): tool schemas for Chat
   Completions and the Responses API, and running the model's tool calls.
+- `gateway.adapters.langchain` (``pip install 'lockgate[langchain]'``): `GatewayToolkit`,
+  LangChain tools whose held calls pause a LangGraph graph with ``interrupt()``; and
+  `gateway.adapters.human_in_the_loop`, the ``human_in_the_loop`` decorators.
 
-This package exports what both speak, which needs no extra: the `GatewayClient` protocol, its
+This package exports what they all speak, which needs no extra: the `GatewayClient` protocol, its
 backends `InProcessGateway` (a running gateway in this process) and `RemoteGateway` (MCP and
 REST over HTTP), and the host's side of a held call.
 """

@@ -38,6 +38,19 @@ def test_the_pydantic_ai_example_edits_one_approval_and_denies_another() -> None
     assert "gateway record: files__write_file deploy.key -> denied (deny)" in lines
 
 
+def test_the_langgraph_example_pauses_and_resumes_with_an_edit() -> None:
+    lines = run_example("langgraph_agent.py")
+    assert lines[0] == (
+        'paused: {"action": "files__write_file", '
+        '"args": {"content": "API_KEY=sk-live-123\\n", "path": ".env"}}'
+    )
+    assert lines[1].startswith("  writing a secrets file (approval ap_")
+    assert "call_write_file_0 files__write_file [success]: wrote 7 bytes to README.md" in lines
+    assert "call_write_file_1 files__write_file [success]: wrote 27 bytes to .env" in lines
+    assert "call_read_file_0 files__read_file [success]: API_KEY=<set in the vault>" in lines
+    assert "gateway record: files__write_file .env -> done (edit)" in lines
+
+
 def test_the_openai_example_pauses_for_an_approval_with_the_real_client() -> None:
     lines = run_example("openai_chat_loop.py")
     assert any(

@@ -195,3 +195,12 @@ def test_the_sync_decorator_with_a_gateway_needs_its_portal(graph_config: Path) 
         pytest.raises(ValueError, match="needs portal="),
     ):
         human_in_the_loop(gateway=gateway)(delete_file)
+
+
+def test_the_decorators_are_importable_from_lockgate() -> None:
+    import lockgate
+
+    assert lockgate.human_in_the_loop is human_in_the_loop
+    assert lockgate.human_in_the_loop_async is human_in_the_loop_async
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = lockgate.nope
