@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Self, TypedDict, cast
 
 import httpx2
 import mcp_types as types
@@ -28,7 +28,7 @@ from toolsets.mcp_convert import tool_result_from_mcp
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["RemoteGateway"]
+__all__ = ["RemoteGateway", "RemoteOptions"]
 
 MAX_PAGES = 100
 
@@ -47,6 +47,15 @@ def _tool_def(tool: types.Tool) -> ToolDef:
         annotations=annotations,
         server=str(meta.get("lockgate/server", "")),
     )
+
+
+class RemoteOptions(TypedDict, total=False):
+    """How an adapter's ``from_url`` reaches the gateway: the `RemoteGateway` arguments."""
+
+    token: str | None
+    approver_token: str | None
+    mode: str
+    timeout: float
 
 
 class RemoteGateway:

@@ -32,7 +32,7 @@ import contextlib
 import contextvars
 from collections.abc import Coroutine
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar, Unpack
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -41,7 +41,7 @@ from pydantic import ConfigDict, SkipValidation
 
 from gateway.adapters._client import GatewayClient, InProcessGateway, result_text
 from gateway.adapters._langgraph_compat import in_graph, interrupt
-from gateway.adapters._remote import RemoteGateway
+from gateway.adapters._remote import RemoteGateway, RemoteOptions
 from gateway.adapters._review import Ask, call_reviewed
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
@@ -133,28 +133,15 @@ class GatewayToolkit:
         return cls(client, portal=portal)
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        token: str | None = None,
-        approver_token: str | None = None,
-        mode: str = "auto",
-        timeout: float = 120.0,
-    ) -> GatewayToolkit:
+    def from_url(cls, url: str, **options: Unpack[RemoteOptions]) -> GatewayToolkit:
         """Tools of the gateway at ``url`` over MCP; open it with ``async with`` or ``with``.
 
         Args:
             url: The gateway's base URL or its ``/mcp`` URL.
-            token: The agent's bearer token.
-            approver_token: An approver token, when the host decides held calls.
-            mode: MCP client mode: ``auto`` (2026-07-28 when offered) or ``legacy``.
-            timeout: Seconds per request (above the longest ``hold`` of the policy).
+            **options: ``token``, ``approver_token``, ``mode``, ``timeout`` (see
+                `RemoteGateway`).
         """
-        remote = RemoteGateway(
-            url, token=token, approver_token=approver_token, mode=mode, timeout=timeout
-        )
-        return cls(remote)
+        return cls(RemoteGateway(url, **options))
 
     async def __aenter__(self) -> Self:
         await self.client.__aenter__()

@@ -34,7 +34,7 @@ model as ``ToolFailed`` text it can act on.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 import anyio
 from pydantic_ai import (
@@ -62,7 +62,7 @@ from gateway.adapters._client import (
     held_of,
     result_text,
 )
-from gateway.adapters._remote import RemoteGateway
+from gateway.adapters._remote import RemoteGateway, RemoteOptions
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
 from toolsets.errors import ToolNotFoundError
@@ -115,29 +115,17 @@ class GatewayToolset(AbstractToolset[Any]):
 
     @classmethod
     def from_url(
-        cls,
-        url: str,
-        *,
-        token: str | None = None,
-        approver_token: str | None = None,
-        mode: str = "auto",
-        timeout: float = 120.0,
-        id: str | None = "lockgate",
+        cls, url: str, *, id: str | None = "lockgate", **options: Unpack[RemoteOptions]
     ) -> GatewayToolset:
         """Tools of the gateway at ``url`` over MCP; use it as an async context manager.
 
         Args:
             url: The gateway's base URL or its ``/mcp`` URL.
-            token: The agent's bearer token.
-            approver_token: An approver token, when the host decides held calls.
-            mode: MCP client mode: ``auto`` (2026-07-28 when offered) or ``legacy``.
-            timeout: Seconds per request (above the longest ``hold`` of the policy).
             id: The toolset id.
+            **options: ``token``, ``approver_token``, ``mode``, ``timeout`` (see
+                `RemoteGateway`).
         """
-        remote = RemoteGateway(
-            url, token=token, approver_token=approver_token, mode=mode, timeout=timeout
-        )
-        return cls(remote, id=id)
+        return cls(RemoteGateway(url, **options), id=id)
 
     @property
     def id(self) -> str | None:
