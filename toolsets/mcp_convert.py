@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import mcp_types as types
+from pydantic import BaseModel
 
 from toolsets.flags import tool_flags
 from toolsets.prefixed import SEPARATOR
@@ -21,6 +22,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("lockgate.upstream")
+GATEWAY_META = "lockgate/"
+"""The ``_meta`` keys the gateway owns on the tools it lists; an upstream's are dropped."""
 
 
 def tool_def_from_mcp(tool: types.Tool, *, server: str) -> ToolDef | None:
@@ -30,20 +33,29 @@ def tool_def_from_mcp(tool: types.Tool, *, server: str) -> ToolDef | None:
             "server %s: tool %r skipped: name is not [A-Za-z0-9_-]{1,64}", server, tool.name
         )
         return None
-    annotations = (
-        tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
-    )
+    meta = {k: v for k, v in (tool.meta or {}).items() if not k.startswith(GATEWAY_META)}
     return ToolDef(
         name=tool.name,
         title=tool.title,
         description=tool.description,
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
-        annotations=annotations,
+        annotations=_wire(tool.annotations),
         server=server,
         upstream_name=tool.name,
         flags=tool_flags(tool.description, tool.input_schema),
+        icons=tuple(_dump(icon) for icon in tool.icons) if tool.icons else None,
+        execution=_wire(tool.execution),
+        meta=meta or None,
     )
+
+
+def _wire(model: BaseModel | None) -> dict[str, Any] | None:
+    return _dump(model) if model else None
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
@@ -57,7 +69,10 @@ def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
         annotations=types.ToolAnnotations.model_validate(tool.annotations)
         if tool.annotations
         else None,
+        icons=[types.Icon.model_validate(icon) for icon in tool.icons] if tool.icons else None,
+        execution=types.ToolExecution.model_validate(tool.execution) if tool.execution else None,
         _meta={
+            **(tool.meta or {}),
             "lockgate/server": tool.server,
             "lockgate/pin": tool.pin,
             "lockgate/flags": list(tool.flags),

@@ -30,6 +30,9 @@ class ToolDef:
         upstream_name: The tool's name on its server.
         flags: Warning flags on the definition (see `toolsets.flags`); derived from it, so the
             pin covers them.
+        icons: MCP icons in wire form, passed through.
+        execution: MCP ``execution`` (``taskSupport``...) in wire form, passed through.
+        meta: The upstream's ``_meta`` without the keys the gateway owns (``lockgate/...``).
         pin: SHA-256 of the canonical JSON of the upstream definition; renaming keeps it.
     """
 
@@ -42,6 +45,9 @@ class ToolDef:
     server: str = ""
     upstream_name: str = ""
     flags: tuple[str, ...] = ()
+    icons: tuple[Mapping[str, Any], ...] | None = None
+    execution: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
     pin: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -50,8 +56,9 @@ class ToolDef:
         object.__setattr__(self, "pin", sha256_hex(self.definition()))
 
     def definition(self) -> dict[str, Any]:
-        """The upstream definition that the pin covers."""
-        return {
+        """The upstream definition that the pin covers (the optional parts only when present,
+        so pins taken before they were passed through still match)."""
+        definition: dict[str, Any] = {
             "name": self.upstream_name,
             "title": self.title,
             "description": self.description,
@@ -59,3 +66,10 @@ class ToolDef:
             "outputSchema": self.output_schema,
             "annotations": self.annotations,
         }
+        optional: dict[str, Any] = {
+            "icons": self.icons,
+            "execution": self.execution,
+            "_meta": self.meta,
+        }
+        definition.update({key: value for key, value in optional.items() if value is not None})
+        return definition

@@ -55,7 +55,7 @@ async def test_annotations_and_schemas_pass_through_unchanged_beside_the_gateway
 
     assert exposed.keys() == originals.keys()
     for name, original in originals.items():
-        gateway_fields = {"name", "meta"}
+        gateway_fields = {"name", "meta", "execution"}  # execution: checked below
         assert exposed[name].model_dump(exclude=gateway_fields) == original.model_dump(
             exclude=gateway_fields
         )
@@ -68,6 +68,16 @@ async def test_annotations_and_schemas_pass_through_unchanged_beside_the_gateway
     assert exposed["slow"].annotations is not None
     assert exposed["slow"].annotations.destructive_hint is True
     assert exposed["whoami"].output_schema is not None
+    weather = exposed["weather"]  # every optional part of a definition, passed whole
+    assert weather.title == "Weather report"
+    # 2026-07-28 tools have no `execution`: it survives only where both hops speak 2025-11-25.
+    both_legacy = upstream_protocol == LEGACY and client.protocol_version == LEGACY
+    optional = types.ToolExecution(task_support="optional")
+    assert weather.execution == (optional if both_legacy else None)
+    assert weather.icons == [types.Icon(src="https://example.com/sun.png", mime_type="image/png")]
+    assert weather.meta is not None
+    assert weather.meta["example.com/team"] == "weather"
+    assert weather.meta["lockgate/server"] == prefix  # the gateway's keys are its own
 
 
 @pytest.mark.parametrize("prefix", ["dual", "old", "new"])

@@ -107,6 +107,27 @@ def build(name: str = "echo", era: str = "dual", extra_tools: int = 0) -> MCPSer
         """Return ``kib`` KiB of text."""
         return "x" * (kib * 1024)
 
+    @server.tool(
+        title="Weather report",
+        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True),
+        icons=[types.Icon(src="https://example.com/sun.png", mime_type="image/png")],
+        meta={"example.com/team": "weather", "lockgate/server": "spoofed"},
+    )
+    def weather(city: str) -> dict[str, Any]:
+        """A tool whose definition has every optional part: title, icons, _meta, execution."""
+        return {"city": city, "sky": "clear"}
+
+    listed = server.list_tools
+
+    async def list_tools() -> list[types.Tool]:
+        tools = await listed()
+        execution = types.ToolExecution(task_support="optional")
+        return [
+            t.model_copy(update={"execution": execution}) if t.name == "weather" else t
+            for t in tools
+        ]
+
+    server.list_tools = list_tools  # type: ignore[method-assign]
     for index in range(extra_tools):
         _add_realistic(server, index)
     if era != "dual":
