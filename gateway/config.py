@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -186,6 +187,7 @@ def _check_unique(config: GatewayConfig, located: Located) -> None:
         message = "binding beyond loopback requires auth.agents (every client must authenticate)"
         issues.append(located.issue(("listen", "host"), message))
     issues += _check_functions(config, located)
+    issues += _check_commands(config, located)
     if issues:
         raise ConfigError(issues)
 
@@ -208,6 +210,28 @@ def _check_functions(config: GatewayConfig, located: Located) -> list[ConfigIssu
                 import_function(spec.function)
             except ImportPathError as exc:
                 issues.append(located.issue(("servers", i, "functions", j), str(exc)))
+    return issues
+
+
+def _check_commands(config: GatewayConfig, located: Located) -> list[ConfigIssue]:
+    """Find every stdio server's command now: a missing one is one error with its line, not a
+    server that fails to start again and again."""
+    issues: list[ConfigIssue] = []
+    for i, server in enumerate(config.servers):
+        if server.transport != "stdio" or not server.enabled or server.command is None:
+            continue
+        command = python_command(server.command)
+        cwd = config.resolve(server.cwd) if server.cwd else config.base_dir
+        search = server.env.get("PATH", os.environ.get("PATH", os.defpath))
+        found = shutil.which(command, path=search)
+        if found is None and os.sep in command:
+            found = shutil.which(str(cwd / command))
+        if found is None:
+            message = (
+                f"server {server.name!r}: command {server.command!r} not found "
+                f"(not an executable on PATH, nor relative to {cwd}); install it or fix the path"
+            )
+            issues.append(located.issue(("servers", i, "command"), message))
     return issues
 
 

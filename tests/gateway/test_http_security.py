@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 import pytest
-from gateway_faces import HTTP_FACES, Face
+from gateway_faces import ECHO_TOOLS, HTTP_FACES, Face
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -66,7 +66,7 @@ async def test_a_loopback_or_configured_host_and_origin_is_served(
     recorded = Recorded()
     sent = {name: value.replace("{port}", port) for name, value in headers.items()}
 
-    assert await _list_tools(gateway_url, face, sent, recorded) == 7
+    assert await _list_tools(gateway_url, face, sent, recorded) == len(ECHO_TOOLS)
     assert all(200 <= status < 300 for status in recorded.statuses)
 
 
