@@ -40,7 +40,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     listen = gateway.config.listen
     host = args.host or listen.host
     port = args.port if args.port is not None else listen.port
-    print(f"lockgate: serving MCP at http://{host}:{port}/mcp", file=sys.stderr)
     serve(gateway, host=host, port=port)
     return 0
 
@@ -55,6 +54,7 @@ async def _run_stdio(args: argparse.Namespace) -> int:
 
 async def _run_tools(args: argparse.Namespace) -> int:
     async with Gateway.from_config(args.config) as gateway:
+        await gateway.wait_ready()  # a one-shot command waits for every upstream's first try
         tools = await gateway.list_tools()
         if args.json:
             print(
@@ -78,6 +78,7 @@ async def _run_call(args: argparse.Namespace) -> int:
     if not isinstance(call_args, dict):
         raise LockgateError("--args must be a JSON object")
     async with Gateway.from_config(args.config) as gateway:
+        await gateway.wait_ready()
         result = await gateway.call_tool(args.tool, call_args)
     if args.json:
         print(json.dumps(result.wire, ensure_ascii=False))

@@ -160,6 +160,14 @@ class GatewayConfig(_Strict):
     events: EventsConfig = EventsConfig()
     external_tools: list[ExternalToolConfig] = Field(default_factory=list)
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
+    startup_wait: float = Field(
+        5.0,
+        ge=0,
+        description=(
+            "The gateway starts serving at once; its first listing or call waits at most this "
+            "many seconds (from start) for upstreams still making their first connection."
+        ),
+    )
     base_dir: Path = Field(Path("."), exclude=True)
 
     def resolve(self, path: str) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -24,7 +25,7 @@ from policies import PolicyHolder
 from toolsets._sdk_compat import check_sdk
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
-from toolsets.errors import LockgateError, ToolNotFoundError
+from toolsets.errors import LockgateError, ToolCollisionError, ToolNotFoundError
 from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -55,6 +56,8 @@ class Gateway:
         self._listeners: list[ToolsChangedHandler] = []
         self._stack: contextlib.AsyncExitStack | None = None
         self._pins: dict[str, str] = {}
+        self._warm = False
+        self._warm_by = 0.0
         self._parts = compose(
             config, on_changed=self._tools_changed, on_status=self._status, extra=toolsets
         )
@@ -110,11 +113,29 @@ class Gateway:
 
     async def list_tools(self, ctx: CallContext | None = None) -> list[ToolDef]:
         """The tools visible to ``ctx`` (anonymous when omitted)."""
-        return list((await self.root.get_tools(ctx or CallContext())).values())
+        return list((await self.tools(ctx)).values())
 
     async def tools(self, ctx: CallContext | None = None) -> dict[str, ToolDef]:
         """The visible tools by exposed name (the cached catalogue; do not mutate)."""
+        if not self._warm:
+            await self._warmed()
         return await self.root.get_tools(ctx or CallContext())
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until every upstream made its first connection attempt (at most ``timeout``
+        seconds; default: the longest ``connect_timeout``); True when all are up."""
+        longest = max((u.connect_timeout for u in self.upstreams.values()), default=0.0)
+        with anyio.move_on_after(longest + 1 if timeout is None else timeout):
+            async with anyio.create_task_group() as tg:
+                for upstream in self.upstreams.values():
+                    tg.start_soon(upstream.wait_ready, math.inf)
+        return all(u.status == "up" for u in self.upstreams.values())
+
+    async def _warmed(self) -> None:
+        """The first listing or call waits (until ``startup_wait`` after start) for upstreams
+        still making their first connection; later ones join with list_changed."""
+        await self.wait_ready(max(self._warm_by - anyio.current_time(), 0.0))
+        self._warm = True
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any] | None = None, ctx: CallContext | None = None
@@ -130,7 +151,7 @@ class Gateway:
             BackChannelRequired: a 2025-11-25 caller would be asked, and ``ctx`` cannot ask it.
         """
         ctx = ctx or CallContext()
-        tool = (await self.root.get_tools(ctx)).get(name)
+        tool = (await self.tools(ctx)).get(name)
         if tool is None:
             raise ToolNotFoundError(name)
         return await self.root.call_tool(name, args or {}, ctx, tool)
@@ -158,7 +179,11 @@ class Gateway:
         return {name: tool.pin for name, tool in tools.items()}
 
     async def _tools_changed(self, source: str) -> None:
-        pins = await self._catalogue_pins()
+        try:
+            pins = await self._catalogue_pins()
+        except ToolCollisionError as exc:  # a first catalogue that collides: listings say so
+            log.error("upstream %s: %s", source, exc)
+            return
         changed = event_types.tools_changed(self._pins, pins, server=source)
         self._pins = pins
         if changed is not None:
@@ -191,11 +216,9 @@ class Gateway:
                     len(report.expired),
                     report.pending,
                 )
+            # Upstreams connect in the background: the gateway serves at once (see `_warmed`).
             await stack.enter_async_context(self._parts.root)
-            async with anyio.create_task_group() as tg:
-                for upstream in self.upstreams.values():
-                    tg.start_soon(upstream.wait_ready)
-            self._pins = await self._catalogue_pins()  # a collision fails startup here
+            self._warm_by = anyio.current_time() + self.config.startup_wait
             sweeper = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(sweeper.cancel_scope.cancel)
             sweeper.start_soon(self._sweep_expired)

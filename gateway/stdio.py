@@ -68,7 +68,7 @@ async def _pipes() -> AsyncIterator[tuple[AsyncIterator[bytes], LineWriter]]:
     )
     try:
         transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop), os.fdopen(os.dup(1), "wb", 0)
+            lambda: _WritePipe(loop), os.fdopen(os.dup(1), "wb", 0)
         )
     except BaseException:
         read_transport.close()
@@ -86,11 +86,24 @@ async def _pipes() -> AsyncIterator[tuple[AsyncIterator[bytes], LineWriter]]:
     finally:
         read_transport.close()
         writer.close()  # flushes what is buffered, then closes the pipe
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            await writer.wait_closed()
+        await protocol.closed
         for fd in (0, 1):  # the pipes' open file descriptions are shared with fds 0 and 1
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, True)
+
+
+class _WritePipe(asyncio.streams.FlowControlMixin):
+    """Flow control for the stdout pipe, and a future that is done once the pipe is closed
+    (``StreamWriter.wait_closed`` needs more of a protocol than a write pipe has)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if not self.closed.done():
+            self.closed.set_result(None)
 
 
 async def _lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:

@@ -1,4 +1,5 @@
-"""Startup: a name collision is refused; dead or mute upstreams do not block the others."""
+"""Startup: a name collision is refused; dead or mute upstreams block neither start-up nor the
+others."""
 
 from __future__ import annotations
 
@@ -44,13 +45,17 @@ def _shadow_echo() -> str:
     return "shadow"
 
 
-async def test_a_local_tool_colliding_with_an_upstream_tool_fails_startup(tmp_path: Path) -> None:
+async def test_a_local_tool_colliding_with_an_upstream_tool_refuses_the_first_catalogue(
+    tmp_path: Path,
+) -> None:
+    # The gateway serves before its upstreams are up; the first listing, which waits for them,
+    # refuses a catalogue with a collision (as `lockgate tools` does, below).
     config = write_config(tmp_path, [echo_upstream("echo")])
     local = FunctionToolset([FunctionTool(_shadow_echo, name="echo__echo")], server="local")
 
-    with pytest.raises(ToolCollisionError) as caught:
-        async with Gateway.from_config(config, toolsets=[local]):
-            pass
+    async with Gateway.from_config(config, toolsets=[local]) as gateway:
+        with pytest.raises(ToolCollisionError) as caught:
+            await gateway.list_tools()
 
     assert str(caught.value) == (
         "Tool name collision: 'echo__echo' is exposed by both server 'echo' and server 'local'"
