@@ -7,6 +7,7 @@ import importlib.util
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
@@ -47,9 +48,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 async def _run_stdio(args: argparse.Namespace) -> int:
     from gateway.stdio import serve_stdio
 
-    async with Gateway.from_config(args.config) as gateway:
-        await serve_stdio(gateway)
+    # SIGTERM or SIGINT at any moment (start-up included) stops the gateway cleanly, taking its
+    # upstream processes down with it.
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+        async with Gateway.from_config(args.config) as gateway:
+            await serve_stdio(gateway)
+        tg.cancel_scope.cancel()
     return 0
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 async def _run_tools(args: argparse.Namespace) -> int:

@@ -1,0 +1,209 @@
+"""Start and stop of the real ``lockgate`` processes: serving before upstreams are up, "serving"
+only once bound, a clear error for a port in use, and SIGTERM or end of input stopping the
+gateway promptly with its upstream processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from gateway_faces import CLI, LEGACY
+from support import echo_upstream, free_port, write_config
+
+STOPPED_WITHIN = 2.0
+"""The issue's bound on stopping: SIGTERM or end of input, at any moment."""
+
+
+@pytest.fixture
+def marker() -> str:
+    """A unique word on the mute upstream's command line, to find its process."""
+    return f"lockgate-mute-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def config(tmp_path: Path, marker: str) -> Path:
+    """A working upstream and one that never answers (its connect_timeout is 20 s)."""
+    mute = {
+        "name": "mute",
+        "command": sys.executable,
+        "args": ["-c", "import sys; sys.stdin.read()", marker],
+        "connect_timeout": 20,
+    }
+    return write_config(tmp_path, [echo_upstream("echo"), mute])
+
+
+def processes_with(word: str) -> list[int]:
+    """Pids of live processes whose command line holds ``word``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(os.getpid()):
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().split()[2]
+            except OSError:
+                continue
+            if word.encode() in cmdline and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def wait_gone(word: str, timeout: float = 2.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (left := processes_with(word)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.fixture
+def serving(config: Path) -> Iterator[tuple[subprocess.Popen[str], int, float]]:
+    """``lockgate serve`` on a free port; yields it once "serving" is printed, with the port
+    and the seconds that took."""
+    port = free_port()
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [*CLI, "serve", "--config", str(config), "--port", str(port)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert line == f"lockgate: serving MCP at http://127.0.0.1:{port}/mcp\n"
+        yield process, port, time.monotonic() - started
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+def initialize(port: int) -> dict[str, object]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    response = httpx2.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers, timeout=10)
+    assert response.status_code == 200, response.text
+    text = response.text
+    payload = text.split("data: ", 1)[1] if text.startswith("event:") else text
+    answer: dict[str, object] = json.loads(payload)
+    return answer
+
+
+def test_serve_says_serving_once_bound_and_answers_before_a_mute_upstream(
+    serving: tuple[subprocess.Popen[str], int, float],
+) -> None:
+    _process, port, took = serving
+    # No polling: "serving" is printed only once the port accepts connections.
+    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    assert "result" in initialize(port)
+    # The mute upstream's connect_timeout is 20 s; nothing waited for it.
+    assert took < 10, f"serving took {took:.1f} s"
+
+
+def test_sigterm_stops_serve_promptly_with_its_upstreams(
+    serving: tuple[subprocess.Popen[str], int, float], marker: str
+) -> None:
+    process, _port, _took = serving
+    assert processes_with(marker)  # the mute upstream is still trying to connect
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=STOPPED_WITHIN + 1)
+    assert wait_gone(marker) == []
+
+
+def test_a_port_in_use_is_one_line_naming_it_and_the_fix(config: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*CLI, "serve", "--config", str(config), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode != 0
+    assert done.stderr.splitlines() == [
+        f"lockgate: error: port {port} on 127.0.0.1 is already in use: stop what holds it, "
+        "or choose another port with --port"
+    ]
+
+
+def start_stdio(config: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*CLI, "stdio", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def stdio_initialize(process: subprocess.Popen[bytes]) -> float:
+    """Send ``initialize``; the seconds until its answer."""
+    assert process.stdin is not None
+    assert process.stdout is not None
+    request = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    sent = time.monotonic()
+    process.stdin.write(json.dumps(request).encode() + b"\n")
+    process.stdin.flush()
+    answer = json.loads(process.stdout.readline())
+    assert answer["id"] == 0
+    return time.monotonic() - sent
+
+
+def test_stdio_answers_initialize_before_a_mute_upstream_and_stops_at_end_of_input(
+    config: Path, marker: str
+) -> None:
+    with start_stdio(config) as process:
+        took = stdio_initialize(process)
+        assert took < 10, f"initialize took {took:.1f} s"  # not the mute upstream's 20 s
+        stopping = time.monotonic()
+        _, stderr = process.communicate(timeout=STOPPED_WITHIN + 5)  # closes stdin first
+    assert time.monotonic() - stopping < STOPPED_WITHIN
+    assert process.returncode == 0
+    assert b"Traceback" not in stderr
+    assert wait_gone(marker) == []
+
+
+@pytest.mark.parametrize("when", ["at-once", "after-initialize"])
+def test_sigterm_stops_stdio_promptly_with_its_upstreams(
+    config: Path, marker: str, when: str
+) -> None:
+    with start_stdio(config) as process:
+        if when == "after-initialize":
+            stdio_initialize(process)
+        else:  # as soon as the mute upstream runs: the gateway is starting
+            deadline = time.monotonic() + 10
+            while not processes_with(marker) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        stopping = time.monotonic()
+        _, stderr = process.communicate(timeout=STOPPED_WITHIN + 5)
+    assert time.monotonic() - stopping < STOPPED_WITHIN
+    assert b"Traceback" not in stderr
+    assert wait_gone(marker) == []
