@@ -188,6 +188,8 @@ class Gateway:
         self._pins = pins
         if changed is not None:
             self.events.publish(changed)
+        if not self._warm:  # nobody has listed yet: the first listing will show it all
+            return
         for listener in list(self._listeners):
             await listener(source)
 

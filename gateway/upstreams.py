@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
+import httpx2
 from mcp import StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -16,9 +17,14 @@ from toolsets.mcp_server import ClientTarget, MCPServerToolset, StatusHandler
 
 __all__ = ["build_upstream"]
 
+SESSION_HEADER = "mcp-session-id"
 
-def _target(config: GatewayConfig, server: ServerConfig) -> ClientTarget:
-    """What `mcp.Client` connects to for ``server``; upstream credentials come only from config."""
+
+def _target(
+    config: GatewayConfig, server: ServerConfig, session_gone: Callable[[], None]
+) -> ClientTarget:
+    """What `mcp.Client` connects to for ``server``; upstream credentials come only from config.
+    ``session_gone`` hears a 404 to a request that named a session (the server forgot it)."""
     if server.transport == "stdio":
         assert server.command is not None  # checked by ServerConfig
         return StdioServerParameters(
@@ -30,14 +36,22 @@ def _target(config: GatewayConfig, server: ServerConfig) -> ClientTarget:
     assert server.url is not None  # checked by ServerConfig
     if server.transport == "sse":
         return sse_client(server.url, headers=dict(server.headers) or None)
-    return _streamable_http(server.url, dict(server.headers))
+    return _streamable_http(server.url, dict(server.headers), session_gone)
 
 
 @contextlib.asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[TransportStreams]:
+async def _streamable_http(
+    url: str, headers: dict[str, str], session_gone: Callable[[], None]
+) -> AsyncIterator[TransportStreams]:
+    async def watch(response: httpx2.Response) -> None:
+        if response.status_code == 404 and SESSION_HEADER in response.request.headers:
+            session_gone()
+
+    http = create_mcp_http_client(headers=headers or None)
+    http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks["response"], watch]}
     # The SDK does not close a client it is given: this connection owns (and closes) its own.
     async with (
-        create_mcp_http_client(headers=headers or None) as http_client,
+        http as http_client,
         streamable_http_client(url, http_client=http_client) as streams,
     ):
         yield streams
@@ -51,11 +65,12 @@ def build_upstream(
     on_status: StatusHandler | None = None,
 ) -> MCPServerToolset:
     """The toolset of one configured upstream server (not yet connected)."""
-    return MCPServerToolset(
+    toolset = MCPServerToolset(
         server.name,
-        lambda: _target(config, server),
+        lambda: _target(config, server, toolset.session_gone),
         timeout=server.timeout or config.call_timeout,
         connect_timeout=server.connect_timeout,
         on_tools_changed=on_tools_changed,
         on_status=on_status,
     )
+    return toolset

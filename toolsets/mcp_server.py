@@ -91,6 +91,8 @@ class MCPServerToolset(Toolset):
         self._first_outcome = anyio.Event()
         self._tg: TaskGroup | None = None
         self._was_up = False
+        self._gone = False
+        self._reopened: anyio.Event | None = None
 
     @property
     def label(self) -> str:
@@ -108,16 +110,41 @@ class MCPServerToolset(Toolset):
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         return self._tools
 
+    def session_gone(self) -> None:
+        """The server answered 404 to our session id: it forgot the session (it restarted)."""
+        self._gone = True
+
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
-        """Call ``tool`` on the upstream.
+        """Call ``tool`` on the upstream; a call refused because the server forgot our session
+        (HTTP 404, so never delivered) is sent once more on a new session.
 
         Raises:
             UpstreamError: the server is down or the connection was lost (a call past the
                 timeout is an error result: the server is still there).
             UpstreamRequestError: the server answered with a JSON-RPC error.
         """
+        try:
+            return await self._call(name, args, ctx, tool)
+        except UpstreamRequestError:
+            if not self._gone:
+                raise
+        await self._reopen()
+        return await self._call(name, args, ctx, tool)
+
+    async def _reopen(self) -> None:
+        """Drop the forgotten session and wait (up to ``connect_timeout``) for a new one."""
+        self._gone = False
+        reopened = self._reopened = self._reopened or anyio.Event()
+        log.info("upstream %s forgot our session (404): opening a new one", self.name)
+        self._lost.set()
+        with anyio.move_on_after(self.connect_timeout):
+            await reopened.wait()
+
+    async def _call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
         client = self._client
         if client is None:
             message = f"Server {self.name!r} is unavailable ({self.status})."
@@ -195,7 +222,9 @@ class MCPServerToolset(Toolset):
         with anyio.CancelScope() as connecting:
             connecting.deadline = anyio.current_time() + self.connect_timeout
             target = self._target()
-            pipe = StdioPipe(target) if isinstance(target, StdioServerParameters) else None
+            lost = self._lost
+            stdio = isinstance(target, StdioServerParameters)
+            pipe = StdioPipe(target, on_exit=lost.set) if stdio else None
             transport = pipe.transport() if pipe is not None else target
             async with Client(
                 transport, mode=self.mode, message_handler=self._on_message
@@ -207,7 +236,11 @@ class MCPServerToolset(Toolset):
                     await self._refresh(client)
                     connecting.deadline = math.inf
                     self._client, self._pipe, self._was_up = client, pipe, True
+                    self._gone = False
                     await self._set_status("up", f"protocol {client.protocol_version}")
+                    reopened, self._reopened = self._reopened, None
+                    if reopened is not None:
+                        reopened.set()
                     self._first_outcome.set()
                     await self._lost.wait()
                     tg.cancel_scope.cancel()

@@ -18,7 +18,7 @@ import collections
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -67,8 +67,11 @@ class _Waiter:
 class StdioPipe:
     """The pipes of one stdio server process (see the module docstring)."""
 
-    def __init__(self, params: StdioServerParameters) -> None:
+    def __init__(
+        self, params: StdioServerParameters, *, on_exit: Callable[[], None] | None = None
+    ) -> None:
         self.params = params
+        self._on_exit = on_exit
         self._process: ServerProcess | None = None
         self._write_lock = anyio.Lock()
         self._waiters: dict[str, _Waiter] = {}
@@ -235,6 +238,8 @@ class StdioPipe:
             pass
         finally:
             self._closed()
+            if self._on_exit is not None:  # the server's output ended: it exited, maybe idle
+                self._on_exit()
 
     async def _pump(self, from_session: _FromSession, to_session: _ToSession) -> None:
         """The session's messages down the pipe."""

@@ -129,20 +129,23 @@ def echo_over(
 
 
 @contextlib.asynccontextmanager
-async def running(commands: Sequence[tuple[list[str], int]]) -> AsyncIterator[None]:
-    """Run server subprocesses; returns once every one accepts TCP connections on its port."""
+async def running(
+    commands: Sequence[tuple[list[str], int]], *, crash: bool = False
+) -> AsyncIterator[None]:
+    """Run server subprocesses; returns once every one accepts TCP connections on its port.
+    At the end they are terminated, or (``crash``) killed."""
     async with contextlib.AsyncExitStack() as stack:
         for argv, _port in commands:
             process = await anyio.open_process(argv, stdout=subprocess.DEVNULL, stderr=None)
-            stack.push_async_callback(_stop, process)
+            stack.push_async_callback(_stop, process, crash)
         for _argv, port in commands:
             await _wait_for_port(port)
         yield
 
 
-async def _stop(process: anyio.abc.Process) -> None:
+async def _stop(process: anyio.abc.Process, crash: bool = False) -> None:
     if process.returncode is None:
-        process.terminate()
+        process.kill() if crash else process.terminate()
     with anyio.CancelScope(shield=True):
         await process.wait()
     await process.aclose()
