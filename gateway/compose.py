@@ -7,7 +7,7 @@ functions, external ))))))``
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from gateway.approvals.holding import HeldCalls
@@ -163,9 +163,11 @@ def compose(
     *,
     on_changed: ToolsChangedHandler,
     on_status: StatusHandler,
+    warm_up: Callable[[], Awaitable[None]],
     extra: Sequence[Toolset] = (),
 ) -> Parts:
-    """Build (but do not start) the gateway's parts from ``config``."""
+    """Build (but do not start) the gateway's parts from ``config``; ``warm_up`` waits, the first
+    time, for upstreams still making their first connection (see `Gateway.tools`)."""
     upstreams: dict[str, MCPServerToolset] = {}
     combined = CombinedToolset([*_children(config, on_changed, on_status, upstreams), *extra])
     bus = EventBus(config.id, ring_size=config.events.ring_size)
@@ -178,6 +180,7 @@ def compose(
     validators = SchemaValidators()
 
     async def catalogue() -> dict[str, ToolDef]:
+        await warm_up()
         return await combined.get_tools(CallContext())
 
     approvals = ApprovalService(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from toolsets.errors import (
     ApprovalConflict,
+    AuditUnavailable,
     ConfigError,
     LockgateError,
     ToolCollisionError,
@@ -26,6 +27,7 @@ _HTTP_STATUSES: tuple[tuple[type[LockgateError], int], ...] = (
     (ToolNotFoundError, 404),
     (ApprovalConflict, 409),
     (UpstreamError, 502),
+    (AuditUnavailable, 503),
 )
 
 

@@ -59,7 +59,11 @@ class Gateway:
         self._warm = False
         self._warm_by = 0.0
         self._parts = compose(
-            config, on_changed=self._tools_changed, on_status=self._status, extra=toolsets
+            config,
+            on_changed=self._tools_changed,
+            on_status=self._status,
+            warm_up=self._warm_up,
+            extra=toolsets,
         )
 
     @classmethod
@@ -117,8 +121,7 @@ class Gateway:
 
     async def tools(self, ctx: CallContext | None = None) -> dict[str, ToolDef]:
         """The visible tools by exposed name (the cached catalogue; do not mutate)."""
-        if not self._warm:
-            await self._warmed()
+        await self._warm_up()
         return await self.root.get_tools(ctx or CallContext())
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
@@ -131,11 +134,12 @@ class Gateway:
                     tg.start_soon(upstream.wait_ready, math.inf)
         return all(u.status == "up" for u in self.upstreams.values())
 
-    async def _warmed(self) -> None:
-        """The first listing or call waits (until ``startup_wait`` after start) for upstreams
-        still making their first connection; later ones join with list_changed."""
-        await self.wait_ready(max(self._warm_by - anyio.current_time(), 0.0))
-        self._warm = True
+    async def _warm_up(self) -> None:
+        """The first listing, call or decision waits (until ``startup_wait`` after start) for
+        upstreams still making their first connection; later ones join with list_changed."""
+        if not self._warm:
+            await self.wait_ready(max(self._warm_by - anyio.current_time(), 0.0))
+            self._warm = True
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any] | None = None, ctx: CallContext | None = None

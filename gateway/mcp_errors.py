@@ -14,7 +14,12 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ErrorData
 
 from gateway.approvals.errors import SealedStateError
-from toolsets.errors import ToolNotFoundError, UpstreamError, UpstreamRequestError
+from toolsets.errors import (
+    AuditUnavailable,
+    ToolNotFoundError,
+    UpstreamError,
+    UpstreamRequestError,
+)
 from toolsets.result import ToolResult
 
 __all__ = ["EXCEPTION_HANDLERS", "mcp_error"]
@@ -41,7 +46,13 @@ def _request_state(exc: SealedStateError) -> ErrorData:
     return ErrorData(code=INVALID_PARAMS, message=f"Invalid request_state: {exc}")
 
 
+def _audit(exc: AuditUnavailable) -> ToolResult:
+    # Refused, not failed: the model (and its user) read the cause.
+    return ToolResult.error(f"Not executed: {exc}")
+
+
 EXCEPTION_HANDLERS: dict[type[BaseException], ExceptionHandler] = {
+    AuditUnavailable: _audit,
     ToolNotFoundError: _unknown_tool,
     UpstreamError: _upstream,
     UpstreamRequestError: _upstream_request,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "ApprovalConflict",
+    "AuditUnavailable",
     "ConfigError",
     "ConfigIssue",
     "LockgateError",
@@ -90,6 +91,10 @@ class UpstreamRequestError(UpstreamError):
         super().__init__(message, server=server)
         self.code = code
         self.data = data
+
+
+class AuditUnavailable(LockgateError):
+    """The audit log cannot be written: nothing that must be on record first may happen."""
 
 
 class ApprovalConflict(LockgateError):

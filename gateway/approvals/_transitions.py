@@ -18,8 +18,9 @@ INTERRUPTED: Final = (
 
 _NEXT: Final[Mapping[Kind, Mapping[State, frozenset[State]]]] = {
     "approval": {
-        "pending": frozenset({"approved", "denied", "expired", "cancelled", "done"}),
-        "approved": frozenset({"executing"}),
+        # failed: the tool changed under a held call (refused when decided, or before it ran)
+        "pending": frozenset({"approved", "denied", "expired", "cancelled", "done", "failed"}),
+        "approved": frozenset({"executing", "failed"}),
         "executing": frozenset({"done", "failed"}),
     },
     "external": {

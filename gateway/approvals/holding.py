@@ -131,7 +131,6 @@ class HeldCalls:
                 call.id, expect={"approved"}, to="failed", error=reason, delivered=True
             )
             return ToolResult.error(reason, meta={"lockgate/pending": {"id": failed.id}})
-        await self.service.recorded(call.id)  # runs only once the decision is on record
         try:
             claimed = await self.service.store.transition(
                 call.id, expect={"approved"}, to="executing"

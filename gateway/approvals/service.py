@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
 
-from gateway.approvals.errors import PendingNotFound
+from gateway.approvals.errors import PendingConflict, PendingNotFound
 from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.approvals.store import PendingStore
 from gateway.approvals.wire import result_to_wire
@@ -19,7 +21,7 @@ from gateway.events.model import Event
 from policies import Decision, PolicyHolder
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext, Principal
-from toolsets.errors import LockgateError
+from toolsets.errors import ApprovalConflict, AuditUnavailable, LockgateError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.validated import ArgumentsInvalid, SchemaValidators
@@ -34,6 +36,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("lockgate.approvals")
+NOT_ON_RECORD = "the request could not be put on record (audit log unwritable); not asked, not run"
 Catalogue = Callable[[], Awaitable[dict[str, ToolDef]]]
 
 
@@ -101,7 +104,7 @@ class ApprovalService:
         self._validators = validators
         self.max_pending = max_pending
         self.closing = False
-        self._resolving: dict[str, anyio.Event] = {}
+        self._deciding: dict[str, anyio.Lock] = {}
         self._reviewed: dict[str, ToolDef] = {}
 
     def register_reviewed(self, tool: ToolDef) -> None:
@@ -148,7 +151,14 @@ class ApprovalService:
             principal_roles=tuple(sorted(ctx.principal.roles)),
         )
         call = await self.store.create(call)  # durable before anyone is told
-        await self.record(_requested(call, tool, ctx, args, decision))
+        try:
+            await self.record(_requested(call, tool, ctx, args, decision))
+        except AuditUnavailable:  # never asked for, so it must not wait for anyone
+            with contextlib.suppress(ApprovalConflict):
+                await self.store.transition(
+                    call.id, expect={"pending"}, to="failed", error=NOT_ON_RECORD, delivered=True
+                )
+            raise
         return call
 
     # -- deciding ------------------------------------------------------------------------------
@@ -168,10 +178,39 @@ class ApprovalService:
 
         Raises:
             PendingNotFound: no such call.
-            DecisionRefused: not allowed for ``by``, not offered by the rule, or an edit the
-                schema or the policy refuses.
+            DecisionRefused: not allowed for ``by``, not offered by the rule, an edit the schema
+                or the policy refuses, or an approval of a call whose tool changed since it was
+                held (the call then ends ``failed``, not run).
             PendingConflict: already decided (or expired, cancelled).
+            AuditUnavailable: the decision could not be put on record; the call stays pending.
         """
+        lock = self._deciding.setdefault(id, anyio.Lock())
+        try:
+            async with lock:  # one decision of this call at a time in this process
+                return await self._decide(
+                    id,
+                    decision,
+                    by=by,
+                    channel=channel,
+                    message=message,
+                    args=args,
+                    as_caller=as_caller,
+                )
+        finally:
+            if not lock.statistics().tasks_waiting:
+                self._deciding.pop(id, None)
+
+    async def _decide(
+        self,
+        id: str,
+        decision: str,
+        *,
+        by: Principal,
+        channel: str,
+        message: str | None,
+        args: Mapping[str, Any] | None,
+        as_caller: bool,
+    ) -> PendingCall:
         call = await self._get(id)
         if call.kind != "approval":
             raise DecisionRefused(f"{id} is an external call; post its result instead")
@@ -179,19 +218,40 @@ class ApprovalService:
             raise NotAnApprover(f"{by.id!r} may not decide {id}")
         if decision not in call.decisions:
             raise DecisionRefused(f"decision {decision!r} is not offered for {id}")
+        if call.state != "pending":
+            raise PendingConflict(call, f"decide ({decision})")
+        if decision in {"approve", "edit"}:
+            await self._check_tool(call, by, channel)
         edited = await self._checked_edit(call, args) if decision == "edit" else None
         typed = decision == "respond" and await self._has_output_schema(call.tool)
         to, update = _outcome_of(decision, message, edited, typed=typed)
         update |= {"decided_by": by.id, "decision": decision, "channel": channel}
-        # A held caller wakes on the transition; it runs only once the decision is on record.
-        resolving = self._resolving.setdefault(id, anyio.Event())
+        # On record first: if the audit log cannot be written, the decision fails (raises
+        # AuditUnavailable), the call stays pending and nothing runs.
+        await self._resolved(replace(call, state=to, **update))
         try:
-            decided = await self.store.transition(id, expect={"pending"}, to=to, **update)
-            await self._resolved(decided)
-        finally:
-            resolving.set()
-            self._resolving.pop(id, None)
-        return decided
+            return await self.store.transition(id, expect={"pending"}, to=to, **update)
+        except PendingConflict:
+            log.warning("%s changed state while its decision was recorded; not applied", id)
+            raise
+
+    async def _check_tool(self, call: PendingCall, by: Principal, channel: str) -> None:
+        """Refuse approving a call whose tool is gone for now (it stays pending) or changed
+        since it was held (it ends ``failed``, not run)."""
+        tool = await self.current_tool(call.tool)
+        if tool is None:
+            raise DecisionRefused(
+                f"tool {call.tool!r} is not available now (its server may be down or starting); "
+                "the call stays pending: decide again once it is back"
+            )
+        if tool.pin == call.tool_pin:
+            return
+        reason = f"tool {call.tool!r} changed since this call was held; it was not run"
+        update: dict[str, Any] = {"decided_by": by.id, "decision": "error", "channel": channel}
+        update |= {"error": reason, "message": reason}
+        await self._resolved(replace(call, state="failed", **update))
+        await self.store.transition(call.id, expect={"pending"}, to="failed", **update)
+        raise DecisionRefused(reason)
 
     async def post_result(
         self,
@@ -259,13 +319,6 @@ class ApprovalService:
             raise DecisionRefused(f"the policy refuses the edited arguments: {again.reason}")
         copied: dict[str, Any] = json.loads(json.dumps(dict(args)))
         return copied
-
-    async def recorded(self, id: str) -> None:
-        """Wait until a decision being applied to ``id`` is on record (held callers wake on the
-        store's transition, which comes first)."""
-        resolving = self._resolving.get(id)
-        if resolving is not None:
-            await resolving.wait()
 
     async def current_tool(self, name: str) -> ToolDef | None:
         """The tool ``name`` as the catalogue has it now (its pin may differ from a held call's)."""

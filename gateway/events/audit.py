@@ -243,7 +243,8 @@ def _append_rows(
             prev_hash = entry.hash
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back itself (disk full): keep its error
+            conn.execute("ROLLBACK")
         raise
     if seq > (head[0] if head else 0):  # something was appended: move the anchor
         _write_anchor(conn, seq, prev_hash, durable)

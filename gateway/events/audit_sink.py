@@ -79,6 +79,11 @@ class AuditSink:
     ) -> bool | None:
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
+    @property
+    def path(self) -> str:
+        """Where the audit log is written."""
+        return str(self._log.path)
+
     async def write_through(self, event: Event) -> None:
         """Write what the sink holds and then ``event``, durably, before returning.
 

@@ -7,13 +7,17 @@ audit log cannot be written, `record` raises and the caller fails closed.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 from gateway.events.audit_sink import AuditSink
 from gateway.events.bus import EventBus
 from gateway.events.model import Event
+from toolsets.errors import AuditUnavailable
 
 __all__ = ["Recorder"]
+
+log = logging.getLogger("lockgate.audit")
 
 
 class Recorder:
@@ -27,11 +31,18 @@ class Recorder:
         """Put ``event`` durably on the audit log, then publish it on the bus.
 
         Raises:
-            Exception: whatever the audit log raised; nothing was published then.
+            AuditUnavailable: the audit log could not be written; nothing was published then.
         """
         if not event.source:
             # Stamp it here, not in `publish`: the envelope on record is the one subscribers get.
             event = replace(event, source=self.bus.source)
         if self.audit is not None:
-            await self.audit.write_through(event)
+            try:
+                await self.audit.write_through(event)
+            except Exception as exc:
+                log.error("audit log %s not written: %r", self.audit.path, exc)
+                raise AuditUnavailable(
+                    f"the audit log at {self.audit.path} cannot be written ({exc}); nothing "
+                    "that needs a decision on record can happen until it can (disk full?)"
+                ) from exc
         self.bus.publish(event)

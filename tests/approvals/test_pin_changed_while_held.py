@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from support import write_config
 
+from gateway.approvals.service import DecisionRefused
 from gateway.gateway import Gateway
 from toolsets import CallContext, Principal, ToolDef, ToolResult, Toolset
 
@@ -74,10 +76,15 @@ async def test_an_approval_given_after_the_tool_changed_does_not_run_it(tmp_path
             tg.start_soon(call, gw)
             held = await anext(requested)
             mutable.change()
-            await gw.approvals.decide(
-                held.data["approval_id"], "approve", by=APPROVER, channel="api"
-            )
+            approval_id = held.data["approval_id"]
+            with pytest.raises(DecisionRefused, match="changed since this call was held"):
+                await gw.approvals.decide(approval_id, "approve", by=APPROVER, channel="api")
+            record = await gw.store.get(approval_id)
 
     assert mutable.runs == 0
     [answer] = outcome
-    assert not isinstance(answer, ToolResult) or answer.is_error
+    assert isinstance(answer, ToolResult)
+    assert answer.is_error
+    assert "changed since this call was held; it was not run" in answer.wire["content"][0]["text"]
+    assert record is not None
+    assert (record.state, record.decision, record.decided_by) == ("failed", "error", APPROVER.id)
