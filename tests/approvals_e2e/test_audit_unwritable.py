@@ -5,7 +5,6 @@ refused naming the cause, and once space returns the call is decided and runs ex
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import subprocess
 from collections.abc import Iterator
@@ -60,14 +59,18 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def full(disk: Path) -> Iterator[None]:
     """Fill ``disk`` to the last byte while inside."""
     filler = disk / "filler"
-    with filler.open("wb", buffering=0) as out, pytest.raises(OSError) as stopped:
-        while True:
-            out.write(b"\0" * 4096)
-    assert stopped.value.errno == errno.ENOSPC
+    with pytest.raises(OSError, match="No space left on device"):
+        _write_forever(filler)
     try:
         yield
     finally:
         os.unlink(filler)
+
+
+def _write_forever(path: Path) -> None:
+    with path.open("wb", buffering=0) as out:
+        while True:
+            out.write(b"\0" * 4096)
 
 
 async def test_a_decision_that_cannot_be_recorded_fails_and_nothing_runs(
