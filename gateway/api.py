@@ -11,8 +11,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.api_errors import BadRequest, error_response, read_json
+from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
+from gateway.approvals.service import may_decide
 from gateway.auth import Authenticator, Role, bearer_token
 from gateway.events.sse import events_endpoint
 from gateway.gateway import Gateway
@@ -78,6 +80,15 @@ def _shaped(call: PendingCall, langgraph: bool) -> dict[str, Any]:
     return interrupt_request(call) if langgraph else call.to_json()
 
 
+MAX_SCANNED = 1000
+"""Calls read per listing before filtering to what the caller may see."""
+
+
+def _visible(call: PendingCall, who: Principal) -> bool:
+    """Approvers see the approvals they may decide; external calls are every worker's."""
+    return call.kind == "external" or may_decide(call, who, as_caller=False)
+
+
 def _limit(raw: str) -> int:
     try:
         return max(min(int(raw), 1000), 0)
@@ -89,9 +100,17 @@ def _who(auth: Authenticator, request: Request, *roles: Role) -> Principal | Non
     return auth.authenticate(bearer_token(request.headers.get("authorization")), *roles)
 
 
-def _unauthorized() -> JSONResponse:
+ALL_ROLES: tuple[Role, ...] = get_args(Role)
+
+
+def _refused(auth: Authenticator, request: Request, roles: tuple[Role, ...]) -> JSONResponse:
+    """401 for no or an unknown token; 403 for a known token without the role."""
+    needed = " or ".join(roles)
+    if _who(auth, request, *ALL_ROLES) is not None:
+        body = {"error": "forbidden", "detail": f"this token is not a {needed} token"}
+        return JSONResponse(body, status_code=403)
     headers = {"WWW-Authenticate": 'Bearer realm="lockgate"'}
-    body = {"error": "unauthorized", "detail": "an approver token is required"}
+    body = {"error": "unauthorized", "detail": f"a {needed} token is required"}
     return JSONResponse(body, status_code=401, headers=headers)
 
 
@@ -103,7 +122,7 @@ def _guard(
     async def endpoint(request: Request) -> Response:
         who = _who(auth, request, *roles)
         if who is None:
-            return _unauthorized()
+            return _refused(auth, request, roles)
         try:
             return await handler(request, who)
         except (ValidationError, LockgateError) as exc:
@@ -122,24 +141,33 @@ class _Handlers:
         await self.store.sweep_expired()  # nothing overdue is offered as pending
         query = request.query_params
         default = "approval" if request.url.path.endswith("approvals") else None
+        limit = _limit(query.get("limit", "100"))
         calls = await self.store.list(
             state=_states(query.get("state", "")),
             kind=_kind(query.get("kind") or default),
             principal=query.get("principal") or None,
             tool=query.get("tool") or None,
-            limit=_limit(query.get("limit", "100")),
+            limit=MAX_SCANNED,
         )
+        mine = [c for c in calls if _visible(c, who)][:limit]
         langgraph = _langgraph(request)
-        return JSONResponse({"items": [_shaped(c, langgraph) for c in calls]})
+        return JSONResponse({"items": [_shaped(c, langgraph) for c in mine]})
 
     async def get_call(self, request: Request, who: Principal) -> Response:
         await self.store.sweep_expired()
-        call = await self.store.get(request.path_params["id"])
-        if call is None:
-            return JSONResponse({"error": "not_found"}, status_code=404)
+        call = await self._visible_call(request, who)
         return JSONResponse(_shaped(call, _langgraph(request)))
 
+    async def _visible_call(self, request: Request, who: Principal) -> PendingCall:
+        """The call named in the path, if ``who`` may see it (else: not found, as if absent)."""
+        id = request.path_params["id"]
+        call = await self.store.get(id)
+        if call is None or not _visible(call, who):
+            raise PendingNotFound(id)
+        return call
+
     async def decide(self, request: Request, who: Principal) -> Response:
+        await self._visible_call(request, who)
         body = await self._decision_body(request)
         call = await self.service.decide(
             request.path_params["id"],
@@ -162,6 +190,7 @@ class _Handlers:
         return DecisionBody(decision=answer.decision, message=answer.message, args=answer.args)
 
     async def post_result(self, request: Request, who: Principal) -> Response:
+        await self._visible_call(request, who)
         body = ResultBody.model_validate(await read_json(request))
         call = await self.service.post_result(
             request.path_params["id"],
@@ -178,8 +207,11 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
     api = _Handlers(gateway)
     approver: tuple[Role, ...] = ("approver",)
     worker: tuple[Role, ...] = ("worker", "approver")
+    watchers: tuple[Role, ...] = ("subscriber", "approver")
     events = events_endpoint(
-        gateway.events, lambda r: _who(auth, r, "subscriber", "approver") is not None
+        gateway.events,
+        lambda r: _who(auth, r, *watchers) is not None,
+        refused=lambda r: _refused(auth, r, watchers),
     )
     return [
         Route("/api/approvals", _guard(auth, approver, api.list_calls), methods=["GET"]),

@@ -57,6 +57,7 @@ def events_endpoint(
     keepalive: float = 15.0,
     retry_ms: int = 3000,
     buffer: int | None = None,
+    refused: Callable[[Request], Response] | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
     """A Starlette endpoint streaming ``bus`` events as ``text/event-stream``.
 
@@ -68,12 +69,15 @@ def events_endpoint(
         keepalive: Seconds between keep-alive comments.
         retry_ms: Reconnection delay advised to clients; sent first, once subscribed.
         buffer: Per-client buffer (events); the bus default when None.
+        refused: The answer to a request ``authorize`` refuses (default: ``401``).
     """
 
     async def endpoint(request: Request) -> Response:
         allowed = authorize(request)
         if inspect.isawaitable(allowed):
             allowed = await allowed
+        if not allowed and refused is not None:
+            return refused(request)
         if not allowed:
             headers = {"WWW-Authenticate": 'Bearer realm="lockgate"'}
             return JSONResponse({"error": "unauthorized"}, status_code=401, headers=headers)

@@ -140,8 +140,11 @@ async def test_only_an_approver_token_reaches_the_approvals_api(
         ]
         record = (await alice.get(f"/api/approvals/{id}")).json()
 
-    assert [r.status_code for r in responses] == [401] * 4
-    assert all(r.headers["www-authenticate"].startswith("Bearer") for r in responses)
+    # A token the gateway knows (agent, worker) is authenticated but not an approver: 403.
+    known = token in {AGENT_TOKEN, WORKER_TOKEN}
+    assert [r.status_code for r in responses] == [403 if known else 401] * 4
+    if not known:
+        assert all(r.headers["www-authenticate"].startswith("Bearer") for r in responses)
     assert record["state"] == "pending"
     assert record["decided_by"] is None
     assert rig.executions(value) == []
@@ -159,8 +162,7 @@ async def test_only_workers_and_approvers_reach_the_calls_api(rig: Rig, token: s
         listed = await intruder.get("/api/calls", params={"state": "pending"})
         posted = await intruder.post("/api/calls/ap_whatever/result", json={"value": 1})
 
-    assert listed.status_code == 401
-    assert posted.status_code == 401
+    assert listed.status_code == posted.status_code == (403 if token else 401)
 
 
 @pytest.mark.parametrize(
@@ -204,7 +206,8 @@ async def test_agents_and_workers_cannot_watch_the_approval_events(rig: Rig, tok
     async with api_client(rig.base, token) as intruder:
         response = await intruder.get("/api/events")
 
-    assert response.status_code == 401
+    assert response.status_code == 403
+    assert response.json()["detail"] == "this token is not a subscriber or approver token"
 
 
 async def test_an_unknown_approval_is_not_found(rig: Rig) -> None:

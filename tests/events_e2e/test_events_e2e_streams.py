@@ -123,14 +123,17 @@ async def test_sse_only_streams_the_requested_types(rig: Served) -> None:
         pytest.param("not-a-token", id="unknown-token"),
     ],
 )
-async def test_sse_refuses_agents_and_anonymous_callers_with_401(
+async def test_sse_refuses_agents_with_403_and_anonymous_callers_with_401(
     rig: Served, token: str | None
 ) -> None:
     with anyio.fail_after(10):
         async with api(rig.base, token) as client:
             response = await client.get("/api/events", params={"types": "tool.*"})
-    assert response.status_code == 401
-    assert response.headers["www-authenticate"].startswith("Bearer")
+    if token == AGENT_TOKEN:  # authenticated, but not a subscriber
+        assert response.status_code == 403
+    else:
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Bearer")
 
 
 async def test_a_subscriber_that_never_reads_does_not_hold_calls_and_later_sees_a_gap(
