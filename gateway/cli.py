@@ -9,17 +9,19 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any
 
 import anyio
 
 from gateway import cli_approvals, cli_events
 from gateway.errors import exit_code_for
+from gateway.events.model import Event
 from gateway.gateway import Gateway
 from policies import cli as policy_cli
 from toolsets._sdk_compat import check_sdk
 from toolsets.errors import LockgateError
+from toolsets.result import ToolResult
 
 __all__ = ["main"]
 
@@ -90,15 +92,48 @@ async def _run_call(args: argparse.Namespace) -> int:
         raise LockgateError(f"--args is not valid JSON: {exc.msg} at column {exc.colno}") from None
     if not isinstance(call_args, dict):
         raise LockgateError("--args must be a JSON object")
-    async with Gateway.from_config(args.config) as gateway:
+    async with (
+        Gateway.from_config(args.config) as gateway,
+        gateway.events.subscribe(["tool.approval.requested"]) as holds,
+    ):
         await gateway.wait_ready()
-        result = await gateway.call_tool(args.tool, call_args)
+        result = await _announcing_holds(holds, gateway.call_tool(args.tool, call_args))
     if args.json:
         print(json.dumps(result.wire, ensure_ascii=False))
     else:
         for block in result.wire["content"]:
             print(block.get("text") if block.get("type") == "text" else json.dumps(block))
     return 1 if result.is_error else 0
+
+
+async def _announcing_holds(
+    holds: AsyncIterator[Event], call: Coroutine[Any, Any, ToolResult]
+) -> ToolResult:
+    """``call``'s result; meanwhile a hold is announced the moment it happens."""
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_say_held, holds)
+        try:
+            result = await call
+        except Exception as exc:  # raised below, outside the task group: not wrapped
+            failure = exc
+        tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result
+
+
+async def _say_held(holds: AsyncIterator[Event]) -> None:
+    """Tell the person at the terminal at once that the call waits, and how to decide it."""
+    async for event in holds:
+        id, hold = event.data["approval_id"], event.data.get("hold_seconds")
+        waiting = f"waiting up to {hold:g} s" if hold is not None else "waiting"
+        print(
+            f"lockgate: held for approval {id}, {waiting} "
+            f"(approve with: lockgate approvals approve {id})",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _async(run: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[..., int]:
@@ -157,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = args.func(args)
     except KeyboardInterrupt:
         code = 130
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     except LockgateError as exc:
         print(f"lockgate: error: {exc}", file=sys.stderr)
         code = exit_code_for(exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from typing import Any
 
 import httpx2
@@ -43,9 +44,44 @@ def _request(args: argparse.Namespace, method: str, path: str, body: Any = None)
     return data
 
 
-def _line(call: dict[str, Any]) -> str:
-    args = json.dumps(call.get("override_args") or call["args"], ensure_ascii=True)
-    return f"{call['id']}  {call['state']:9} {call['tool']:32} {call['principal']:18} {args[:80]}"
+COLUMNS = ("ID", "STATE", "TOOL", "CALLER", "REQUESTED", "EXPIRES", "ARGS")
+TIMES = ("created_at", "updated_at", "expires_at")
+
+
+def ago(seconds: float, now: float) -> str:
+    """``seconds`` (unix time) relative to ``now``: ``3m ago``, ``in 7m``."""
+    delta = seconds - now
+    span = abs(delta)
+    text = next(
+        (
+            f"{int(span // unit)}{name}"
+            for unit, name in ((86400, "d"), (3600, "h"), (60, "m"))
+            if span >= unit
+        ),
+        f"{int(span)}s",
+    )
+    return f"in {text}" if delta > 0 else f"{text} ago"
+
+
+def table(calls: list[dict[str, Any]], now: float) -> list[str]:
+    """The calls as an aligned table, one row each."""
+    rows = [COLUMNS] + [
+        (
+            call["id"],
+            call["state"],
+            call["tool"],
+            call["principal"],
+            ago(call["created_at"], now),
+            ago(call["expires_at"], now) if call["state"] == "pending" else "-",
+            json.dumps(call.get("override_args") or call["args"], ensure_ascii=True)[:60],
+        )
+        for call in calls
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
+    return [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    ]
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -53,14 +89,26 @@ def _list(args: argparse.Namespace) -> int:
     data = _request(args, "GET", "/api/approvals?" + "&".join(params))
     if args.json:
         print(json.dumps(data["items"], indent=2))
-    for call in [] if args.json else data["items"]:
-        print(_line(call))
+    elif not data["items"]:
+        of = f" of {args.tool}" if args.tool else ""
+        print(f"no {args.state.replace(',', ' or ')} approvals{of}")
+    else:
+        print("\n".join(table(data["items"], time.time())))
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    print(json.dumps(_request(args, "GET", f"/api/approvals/{args.id}"), indent=2))
+    call = _request(args, "GET", f"/api/approvals/{args.id}")
+    if not args.json:  # for people: ISO times, and how long it may still wait
+        if call["state"] == "pending":
+            call["time_left"] = ago(call["expires_at"], time.time()).removeprefix("in ")
+        call.update({key: _iso(call[key]) for key in TIMES})
+    print(json.dumps(call, indent=2))
     return 0
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _decide(args: argparse.Namespace) -> int:
@@ -95,6 +143,7 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(func=_list)
     show = commands.add_parser("show", help="one approval with full arguments and reason")
     show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="the record as stored (unix times)")
     show.set_defaults(func=_show)
     for name, extra in (
         ("approve", None),

@@ -102,3 +102,7 @@ class CallContext:
     elicit: ElicitCallback | None = None
     decision: Decision | None = None
     max_hold: float | None = None
+
+    def hold_for(self, hold: float) -> float:
+        """A rule's ``hold``, capped by the caller's ``max_hold``."""
+        return hold if self.max_hold is None else min(hold, self.max_hold)

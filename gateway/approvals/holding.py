@@ -64,9 +64,7 @@ class HeldCalls:
             call = await self.service.request(tool, args, ctx, decision)
         except TooManyPending as exc:
             return await self.refuse(tool, args, ctx, str(exc))
-        hold = decision.approval.hold
-        if ctx.max_hold is not None:
-            hold = min(hold, ctx.max_hold)
+        hold = ctx.hold_for(decision.approval.hold)
         deadline = anyio.current_time() + hold
         if call.state == "pending" and call.kind == "approval" and "caller" in call.approvers:
             # The hold bounds the wait for the caller's answer too.

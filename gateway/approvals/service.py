@@ -159,6 +159,15 @@ class ApprovalService:
                     call.id, expect={"pending"}, to="failed", error=NOT_ON_RECORD, delivered=True
                 )
             raise
+        deciders = ", ".join(call.approvers) or "any approver"
+        log.info(
+            "held %s: %s for %s (rule %s), waiting for %s",
+            call.id,
+            call.tool,
+            call.principal,
+            call.rule_id or "default",
+            deciders,
+        )
         return call
 
     # -- deciding ------------------------------------------------------------------------------
@@ -230,7 +239,9 @@ class ApprovalService:
         # AuditUnavailable), the call stays pending and nothing runs.
         await self._resolved(replace(call, state=to, **update))
         try:
-            return await self.store.transition(id, expect={"pending"}, to=to, **update)
+            decided = await self.store.transition(id, expect={"pending"}, to=to, **update)
+            log.info("%s: %s by %s via %s", id, decision, by.id, channel)
+            return decided
         except PendingConflict:
             log.warning("%s changed state while its decision was recorded; not applied", id)
             raise
@@ -366,8 +377,16 @@ def _requested(
     if call.kind == "external":
         return events.tool_deferred(tool, ctx, args, decision, pending_id=call.id)
     expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
+    hold = ctx.hold_for(decision.approval.hold)
     return events.approval_requested(
-        tool, ctx, args, decision, approval_id=call.id, reason=call.reason, expires_at=expires
+        tool,
+        ctx,
+        args,
+        decision,
+        approval_id=call.id,
+        reason=call.reason,
+        expires_at=expires,
+        hold_seconds=hold,
     )
 
 

@@ -144,10 +144,13 @@ def approval_requested(
     approval_id: str,
     reason: str = "",
     expires_at: str | None = None,
+    hold_seconds: float | None = None,
 ) -> Event:
-    """``tool.approval.requested``: the call is held until an approver decides."""
+    """``tool.approval.requested``: the call is held until an approver decides (the caller
+    waits up to ``hold_seconds`` before it is answered "pending")."""
     data = _with_args(tool, ctx, args, decision)
     data.update(approval_id=approval_id, reason=redact(reason), expires_at=expires_at)
+    data.update(hold_seconds=hold_seconds)
     return Event(type="tool.approval.requested", data=data)
 
 

@@ -8,6 +8,8 @@ recorder upstream's executions.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sys
 from typing import Any
 
@@ -372,20 +374,36 @@ async def test_the_cli_lists_and_approves_a_held_call(rig: Rig) -> None:
     auth = ["--url", rig.base, "--token", ALICE_TOKEN]
     async with agent_client(rig.mcp_url, "auto") as client, api_client(rig.base) as api:
 
-        async def approve_with_cli() -> tuple[str, str]:
+        async def approve_with_cli() -> tuple[str, str, str]:
             held = await wait_for_call(api, value)
             listing = await anyio.run_process([*cli, "list", "--tool", HELD, *auth], check=False)
+            shown = await anyio.run_process([*cli, "show", held["id"], *auth], check=False)
             approved = await anyio.run_process([*cli, "approve", held["id"], *auth], check=False)
             assert listing.returncode == 0, listing.stderr
             assert approved.returncode == 0, approved.stderr
-            return held["id"], listing.stdout.decode()
+            return held["id"], listing.stdout.decode(), shown.stdout.decode()
 
         with anyio.fail_after(30):
-            result, (id, listing) = await while_held(
+            result, (id, listing, shown) = await while_held(
                 lambda: client.call_tool(HELD, {"value": value}), approve_with_cli
             )
         record = (await api.get(f"/api/approvals/{id}")).json()
+        empty = await anyio.run_process([*cli, "list", "--tool", HELD, *auth], check=False)
+        # A reader that stops early (``| head``) gets no traceback.
+        piped = await anyio.run_process(
+            f"{shlex.join([*cli, 'list', '--state', 'done', '--json', *auth])} | head -c 10",
+            check=False,
+        )
 
+    header, row = listing.splitlines()
+    assert header.split() == ["ID", "STATE", "TOOL", "CALLER", "REQUESTED", "EXPIRES", "ARGS"]
+    assert row.startswith(f"{id}  pending  {HELD}")
+    assert re.search(r"  \d+s ago +in \d+[ms]  ", row)  # requested seconds ago, expires later
+    details = json.loads(shown)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", details["created_at"])
+    assert details["time_left"].endswith(("m", "s"))
+    assert empty.stdout.decode() == f"no pending approvals of {HELD}\n"
+    assert b"Traceback" not in piped.stderr
     assert id in listing
     assert not result.is_error
     assert record["channel"] == "cli"

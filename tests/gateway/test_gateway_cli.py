@@ -7,10 +7,11 @@ checks one of them.
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import anyio
 import pytest
-from gateway_faces import CLI, ECHO_TOOLS, echo_over, running
+from gateway_faces import CLI, ECHO_TOOLS, echo_over, lockgate, running
 from support import write_config
 
 Completed = subprocess.CompletedProcess[bytes]
@@ -118,3 +119,39 @@ async def test_args_that_are_not_json_fail_before_any_upstream_starts(
         "lockgate: error: --args is not valid JSON: Expecting property name enclosed in double"
         " quotes at column 2"
     ]
+
+
+def test_call_says_at_once_that_a_call_is_held_and_how_to_approve_it(tmp_path: Path) -> None:
+    (tmp_path / "held_tools.py").write_text(
+        'def launch(secret: str) -> str:\n    """Launch."""\n    return "launched"\n',
+        encoding="utf-8",
+    )
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "version: 1\nrules:\n  - id: launches-wait\n    tools: [local__launch]\n"
+        "    effect: ask\n    approval: {hold: 1s}\n",
+        encoding="utf-8",
+    )
+    server = {"name": "local", "transport": "python", "functions": ["held_tools:launch"]}
+    config = write_config(
+        tmp_path,
+        [server],
+        policies={"files": [str(policy)]},
+        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
+    )
+
+    run = lockgate("call", "local__launch", "--args", '{"secret": "hunter2"}', "-c", str(config))
+
+    held = [line for line in run.stderr.splitlines() if "held for approval" in line]
+    assert len(held) == 1
+    id = held[0].split("approval ")[1].split(",")[0]
+    assert held[0] == (
+        f"lockgate: held for approval {id}, waiting up to 1 s "
+        f"(approve with: lockgate approvals approve {id})"
+    )
+    assert (
+        f"lockgate: INFO: held {id}: local__launch for anonymous (rule launches-wait)" in run.stderr
+    )
+    assert "hunter2" not in run.stderr  # the log never shows the arguments
+    assert run.returncode == 1
+    assert "waiting for an approver's decision" in run.stdout
