@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolsets.context import Principal
 from toolsets.errors import ConfigError, ConfigIssue
 
-__all__ = ["AuthConfig", "Authenticator", "CredentialConfig", "Role", "bearer_token"]
+__all__ = [
+    "AuthConfig",
+    "Authenticator",
+    "CredentialConfig",
+    "Role",
+    "bearer_token",
+    "token_problem",
+]
 
 Role = Literal["agent", "approver", "subscriber", "worker"]
 
@@ -59,10 +66,22 @@ def _configured_digest(value: str, where: str) -> bytes:
         name = value.removeprefix("env:")
         secret = os.environ.get(name)
         if not secret:
-            message = f"environment variable {name!r} is not set"
+            message = (
+                f"environment variable {name!r} is not set: export it before starting lockgate, "
+                "or give the token's digest as sha256:<hex>"
+            )
             raise ConfigError([ConfigIssue("", None, None, where, message)])
         return _digest(secret)
     return _digest(value)
+
+
+def token_problem(value: str) -> str | None:
+    """Why a configured token (literal, ``env:NAME`` or ``sha256:<hex>``) cannot be used."""
+    try:
+        _configured_digest(value, "")
+    except ConfigError as exc:
+        return exc.issues[0].message
+    return None
 
 
 @dataclass(frozen=True, slots=True)

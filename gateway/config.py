@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from gateway.auth import AuthConfig
+from gateway.auth import AuthConfig, token_problem
 from gateway.events.webhooks import WebhookConfig
 from policies.yamlfile import Located, parse_model, read_located
 from toolsets.errors import ConfigError, ConfigIssue
@@ -168,7 +169,7 @@ class GatewayConfig(_Strict):
             "many seconds (from start) for upstreams still making their first connection."
         ),
     )
-    base_dir: Path = Field(Path("."), exclude=True)
+    base_dir: SkipJsonSchema[Path] = Field(Path("."), exclude=True)
 
     def resolve(self, path: str) -> Path:
         """A path from the config, relative to the config file's directory."""
@@ -196,6 +197,7 @@ def _check_unique(config: GatewayConfig, located: Located) -> None:
         issues.append(located.issue(("listen", "host"), message))
     issues += _check_functions(config, located)
     issues += _check_commands(config, located)
+    issues += _check_files_and_tokens(config, located)
     if issues:
         raise ConfigError(issues)
 
@@ -240,6 +242,21 @@ def _check_commands(config: GatewayConfig, located: Located) -> list[ConfigIssue
                 f"(not an executable on PATH, nor relative to {cwd}); install it or fix the path"
             )
             issues.append(located.issue(("servers", i, "command"), message))
+    return issues
+
+
+def _check_files_and_tokens(config: GatewayConfig, located: Located) -> list[ConfigIssue]:
+    """Policy files that are not there and tokens that cannot be read, each at its line."""
+    issues: list[ConfigIssue] = []
+    for i, file in enumerate(config.policies.files):
+        if not config.resolve(file).is_file():
+            where = str(config.resolve(file))
+            message = f"policy file {where!r} not found (paths are relative to this file)"
+            issues.append(located.issue(("policies", "files", i), message))
+    for role in ("agents", "approvers", "subscribers", "workers"):
+        for i, credential in enumerate(getattr(config.auth, role)):
+            if (problem := token_problem(credential.token)) is not None:
+                issues.append(located.issue(("auth", role, i, "token"), problem))
     return issues
 
 

@@ -121,7 +121,8 @@ def compile_condition(source: str) -> Condition:
     try:
         program = cel.compile(source)
     except Exception as exc:  # the binding raises ValueError, but be safe about its other errors
-        raise ValueError(f"CEL does not compile: {_compile_message(exc)}") from None
+        hint = _unclosed_string(source)
+        raise ValueError(f"CEL does not compile: {hint or _compile_message(exc)}") from None
     variables = frozenset(program.variables())
     unknown = sorted(variables - ALLOWED_VARIABLES - _bound_names(source))
     if unknown:
@@ -139,6 +140,27 @@ def condition_problem(source: str) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def _unclosed_string(source: str) -> str | None:
+    """A plain explanation when a string literal is never closed (the parser only says
+    ``mismatched input '<EOF>'``)."""
+    quote: str | None = None
+    opened = 0
+    escaped = False
+    for index, char in enumerate(source):
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote, opened = char, index
+    if quote is None:
+        return None
+    return f"the string opened with {quote} at column {opened + 1} is never closed"
 
 
 def _compile_message(exc: Exception) -> str:
