@@ -93,6 +93,7 @@ class MCPServerToolset(Toolset):
         self._was_up = False
         self._gone = False
         self._reopened: anyio.Event | None = None
+        self._stale = anyio.Event()
 
     @property
     def label(self) -> str:
@@ -231,6 +232,8 @@ class MCPServerToolset(Toolset):
             ) as client:
                 self.protocol_version = client.protocol_version
                 async with anyio.create_task_group() as tg:
+                    self._stale = anyio.Event()
+                    tg.start_soon(self._refresher, client)
                     if _listens(client):  # subscribed before listing: no change falls between
                         await tg.start(self._listen, client)
                     await self._refresh(client)
@@ -271,10 +274,18 @@ class MCPServerToolset(Toolset):
         self._tools = tools
         self._version += 1
 
-    async def _changed(self, client: Client) -> None:
-        await self._refresh(client)
-        if self._on_tools_changed is not None:
-            await self._on_tools_changed(self.name)
+    async def _refresher(self, client: Client) -> None:
+        """Re-list after list_changed: however many arrive during a re-list, one more follows
+        (a flood of notifications costs two listings, not one per notification)."""
+        while True:
+            await self._stale.wait()
+            self._stale = anyio.Event()
+            await self._refresh(client)
+            if self._on_tools_changed is not None:
+                await self._on_tools_changed(self.name)
+
+    def _changed(self) -> None:
+        self._stale.set()
 
     async def _on_message(self, message: Any) -> None:
         client = self._client
@@ -284,7 +295,7 @@ class MCPServerToolset(Toolset):
             and client is not None
             and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
         ):
-            await self._changed(client)
+            self._changed()
         elif isinstance(message, Exception):
             log.debug("upstream %s sent an error: %r", self.name, message)
 
@@ -298,7 +309,7 @@ class MCPServerToolset(Toolset):
                 task_status.started()
                 started = True
                 async for _event in subscription:
-                    await self._changed(client)
+                    self._changed()
         except Exception as exc:  # the listen stream is best effort; calls still work
             log.warning("upstream %s: subscriptions/listen ended: %s", self.name, _describe(exc))
         if not started:

@@ -27,7 +27,18 @@ from gateway.http_app import build_app
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 ECHO_TOOLS = frozenset(
-    {"echo", "whoami", "fail", "slow", "wait_cancelled", "add_tool", "big", "weather"}
+    {
+        "echo",
+        "whoami",
+        "fail",
+        "slow",
+        "wait_cancelled",
+        "add_tool",
+        "big",
+        "weather",
+        "flood_list_changed",
+        "lists_served",
+    }
 )
 DOWNSTREAM_AUTHORIZATION = "Bearer downstream-client-secret"
 """Sent by every HTTP test client; no upstream may ever see it."""

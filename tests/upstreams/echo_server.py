@@ -50,7 +50,7 @@ def build(name: str = "echo", era: str = "dual", extra_tools: int = 0) -> MCPSer
     """The test server; ``extra_tools`` adds that many tools with realistic schemas."""
     server = MCPServer(name, version="1.0", log_level="WARNING")
     cancelled = anyio.Event()
-    state = {"added": 0}
+    state: dict[str, Any] = {"added": 0, "lists": 0, "list_delay": 0.0}
 
     @server.tool(annotations=ECHO)
     def echo(text: str) -> str:
@@ -103,6 +103,23 @@ def build(name: str = "echo", era: str = "dual", extra_tools: int = 0) -> MCPSer
         return new_name
 
     @server.tool()
+    async def flood_list_changed(count: int, list_delay: float, ctx: Context) -> int:
+        """Announce tools/list_changed ``count`` times in a row (nothing changed); from now on
+        each tools/list takes ``list_delay`` seconds."""
+        state["list_delay"] = list_delay
+        for _ in range(count):
+            if ctx.request_context.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                await ctx.notify_tools_changed()
+            else:
+                await ctx.request_context.session.send_tool_list_changed()
+        return count
+
+    @server.tool()
+    def lists_served() -> int:
+        """How many tools/list requests this server answered."""
+        return state["lists"]
+
+    @server.tool()
     def big(kib: int) -> str:
         """Return ``kib`` KiB of text."""
         return "x" * (kib * 1024)
@@ -120,6 +137,8 @@ def build(name: str = "echo", era: str = "dual", extra_tools: int = 0) -> MCPSer
     listed = server.list_tools
 
     async def list_tools() -> list[types.Tool]:
+        state["lists"] += 1
+        await anyio.sleep(state["list_delay"])
         tools = await listed()
         execution = types.ToolExecution(task_support="optional")
         return [
