@@ -225,7 +225,7 @@ class MCPServerToolset(Toolset):
             target = self._target()
             lost = self._lost
             stdio = isinstance(target, StdioServerParameters)
-            pipe = StdioPipe(target, on_exit=lost.set) if stdio else None
+            pipe = StdioPipe(target, name=self.name, on_exit=lost.set) if stdio else None
             transport = pipe.transport() if pipe is not None else target
             async with Client(
                 transport, mode=self.mode, message_handler=self._on_message

@@ -18,8 +18,9 @@ import collections
 import contextlib
 import itertools
 import logging
+import subprocess
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, TextIO, cast
 
 import anyio
 import mcp_types as types
@@ -42,6 +43,7 @@ from toolsets._sdk_compat import (
     get_executable_command,
     stop_server_process,  # the SDK's shutdown: close stdin, wait, terminate the tree
 )
+from toolsets.stderr_log import StderrLog
 
 __all__ = ["StdioPipe"]
 
@@ -68,9 +70,14 @@ class StdioPipe:
     """The pipes of one stdio server process (see the module docstring)."""
 
     def __init__(
-        self, params: StdioServerParameters, *, on_exit: Callable[[], None] | None = None
+        self,
+        params: StdioServerParameters,
+        *,
+        name: str = "stdio",
+        on_exit: Callable[[], None] | None = None,
     ) -> None:
         self.params = params
+        self.name = name
         self._on_exit = on_exit
         self._process: ServerProcess | None = None
         self._write_lock = anyio.Lock()
@@ -188,6 +195,7 @@ class StdioPipe:
             args=params.args,
             env=get_default_environment() | (params.env or {}),
             cwd=params.cwd,
+            errlog=cast(TextIO, subprocess.PIPE),  # read by `StderrLog`, bounded
         )
         to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
@@ -195,6 +203,9 @@ class StdioPipe:
         self._process = process
         try:
             async with anyio.create_task_group() as tg:
+                stderr = getattr(process, "stderr", None)  # a pipe, except on Windows
+                if stderr is not None:
+                    tg.start_soon(StderrLog(self.name).drain, stderr)
                 tg.start_soon(self._read, process, to_session)
                 tg.start_soon(self._pump, from_session, to_session)
                 try:

@@ -1,8 +1,9 @@
-"""What an upstream can push is bounded: a flood of tools/list_changed costs a couple of
-re-lists, not one per notification."""
+"""What an upstream can push is bounded: a flood of tools/list_changed costs a few re-lists,
+not one per notification; a flood of stderr is logged cut and rate-limited."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import anyio
@@ -11,8 +12,10 @@ from gateway_faces import text_of
 from support import echo_upstream, write_config
 
 from gateway.gateway import Gateway
+from toolsets import stderr_log
 
 FLOOD = 2000
+FLOOD_MIB = 20
 LIST_DELAY = 0.02
 """Each re-list takes this long upstream: one per notification would take 40 s."""
 
@@ -49,3 +52,21 @@ async def test_a_list_changed_flood_is_coalesced(tmp_path: Path, era: str) -> No
     # One re-list in flight and one queued: the notifications that arrive during a re-list
     # cost one more, whatever their number.
     assert 1 <= served <= FLOOD // 50, f"{served} re-lists for {FLOOD + 1} notifications"
+
+
+async def test_an_upstream_flooding_stderr_is_logged_bounded_and_keeps_working(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream = echo_upstream("echo")
+    upstream["args"] = [*upstream["args"], "--stderr-flood", str(FLOOD_MIB)]
+    config = write_config(tmp_path, [upstream])
+    with caplog.at_level(logging.INFO, logger="lockgate.upstream.stderr"):
+        async with Gateway.from_config(config) as gateway:
+            echoed = await gateway.call_tool("echo__echo", {"text": "still here"})
+    lines = [r for r in caplog.records if r.name == "lockgate.upstream.stderr"]
+    logged = sum(len(r.getMessage()) for r in lines)
+    assert text_of(echoed) == "still here"
+    assert lines[0].getMessage().startswith("upstream echo: flood xxx")
+    assert lines[0].getMessage().endswith(f"... ({4096 - stderr_log.MAX_LINE} bytes cut)")
+    assert any("stderr lines not logged (more than 20 a second)" in r.getMessage() for r in lines)
+    assert logged < 100_000, f"{logged} characters logged for {FLOOD_MIB} MiB of stderr"

@@ -212,8 +212,15 @@ def main() -> None:
     parser.add_argument("--sse", type=int, default=None, help="serve legacy SSE on this port")
     parser.add_argument("--name", default="echo")
     parser.add_argument("--tools", type=int, default=0, help="extra realistic tools")
+    parser.add_argument(
+        "--stderr-flood", type=int, default=0, help="write this many MiB to stderr first"
+    )
     args = parser.parse_args()
     server = build(args.name, args.era, args.tools)
+    line = "flood " + "x" * 4090 + "\n"  # 4 KiB lines
+    for _ in range(args.stderr_flood * 256):
+        sys.stderr.write(line)
+    sys.stderr.flush()
     if args.http is not None:
         app = server.streamable_http_app(host="127.0.0.1")
         uvicorn.run(app, host="127.0.0.1", port=args.http, log_level="warning")
