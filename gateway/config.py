@@ -80,6 +80,11 @@ class ServerConfig(_Strict):
         None, gt=0, description="Seconds before a call times out (default: call_timeout)."
     )
     connect_timeout: float = Field(20.0, gt=0)
+    max_result_bytes: int = Field(
+        16 << 20,
+        gt=0,
+        description="stdio: the largest message read from the server; a larger result is an error.",
+    )
 
     @model_validator(mode="after")
     def _transport_fields(self) -> Self:

@@ -70,6 +70,7 @@ def build_upstream(
         lambda: _target(config, server, toolset.session_gone),
         timeout=server.timeout or config.call_timeout,
         connect_timeout=server.connect_timeout,
+        max_result_bytes=server.max_result_bytes,
         on_tools_changed=on_tools_changed,
         on_status=on_status,
     )

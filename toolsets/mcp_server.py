@@ -22,7 +22,7 @@ from toolsets.context import CallContext
 from toolsets.errors import UpstreamError, UpstreamRequestError
 from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp, tool_result_from_wire
 from toolsets.result import ToolResult
-from toolsets.stdio_pipe import StdioPipe
+from toolsets.stdio_pipe import DEFAULT_MAX_MESSAGE, TOO_LARGE, StdioPipe
 from toolsets.tooldef import ToolDef
 
 __all__ = ["ClientTarget", "MCPServerToolset", "StatusHandler", "UpstreamStatus"]
@@ -71,6 +71,7 @@ class MCPServerToolset(Toolset):
         on_tools_changed: ToolsChangedHandler | None = None,
         on_status: StatusHandler | None = None,
         max_backoff: float = 30.0,
+        max_result_bytes: int = DEFAULT_MAX_MESSAGE,
     ) -> None:
         self.name = name
         self._target = target
@@ -80,6 +81,7 @@ class MCPServerToolset(Toolset):
         self._on_tools_changed = on_tools_changed
         self._on_status: StatusHandler = on_status or _log_status
         self._max_backoff = max_backoff
+        self.max_result_bytes = max_result_bytes
         self.status: UpstreamStatus = "connecting"
         self.detail = ""
         self.protocol_version: str | None = None
@@ -161,6 +163,8 @@ class MCPServerToolset(Toolset):
                 return tool_result_from_mcp(result)
             except MCPError as exc:
                 error = exc.error
+                if isinstance(error.data, dict) and TOO_LARGE in error.data:
+                    return ToolResult.error(error.message)  # the model reads the limit
                 if error.code == types.CONNECTION_CLOSED:  # the SDK client lost the server
                     self._lost.set()
                     message = f"Server {self.name!r} connection lost: {error.message}"
@@ -225,7 +229,13 @@ class MCPServerToolset(Toolset):
             target = self._target()
             lost = self._lost
             stdio = isinstance(target, StdioServerParameters)
-            pipe = StdioPipe(target, name=self.name, on_exit=lost.set) if stdio else None
+            pipe = (
+                StdioPipe(
+                    target, name=self.name, max_message=self.max_result_bytes, on_exit=lost.set
+                )
+                if stdio
+                else None
+            )
             transport = pipe.transport() if pipe is not None else target
             async with Client(
                 transport, mode=self.mode, message_handler=self._on_message

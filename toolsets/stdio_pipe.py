@@ -43,15 +43,20 @@ from toolsets._sdk_compat import (
     get_executable_command,
     stop_server_process,  # the SDK's shutdown: close stdin, wait, terminate the tree
 )
+from toolsets.lines import BoundedLines, Oversized, request_id_of
 from toolsets.stderr_log import StderrLog
 
-__all__ = ["StdioPipe"]
+__all__ = ["DEFAULT_MAX_MESSAGE", "TOO_LARGE", "StdioPipe"]
 
 _ToSession = MemoryObjectSendStream[SessionMessage | Exception]
 _FromSession = MemoryObjectReceiveStream[SessionMessage]
 
 log = logging.getLogger("lockgate.upstream")
 _ENVELOPE_KEYS = (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY)
+DEFAULT_MAX_MESSAGE = 16 << 20
+"""The largest message read from a server (16 MiB); a larger response is an error."""
+TOO_LARGE = "lockgate/too_large"
+"""``data`` key of the error standing in for a response over the limit: its size."""
 _ID_PREFIX = "lockgate-"
 _ID_MARK = b'"lockgate-'
 
@@ -74,10 +79,12 @@ class StdioPipe:
         params: StdioServerParameters,
         *,
         name: str = "stdio",
+        max_message: int = DEFAULT_MAX_MESSAGE,
         on_exit: Callable[[], None] | None = None,
     ) -> None:
         self.params = params
         self.name = name
+        self.max_message = max_message
         self._on_exit = on_exit
         self._process: ServerProcess | None = None
         self._write_lock = anyio.Lock()
@@ -158,6 +165,28 @@ class StdioPipe:
         async with self._write_lock:
             await process.stdin.send(line + b"\n")
 
+    def _too_large(self, line: Oversized) -> bytes:
+        """The error response standing in for a message over the limit (b"" if it names no
+        request: a notification or request from the server is dropped)."""
+        request_id = request_id_of(line.head)
+        log.warning(
+            "upstream %s sent %d bytes in one message, over the limit of %d; not relayed",
+            self.name,
+            line.size,
+            self.max_message,
+        )
+        if request_id is None:
+            return b""
+        error = {
+            "code": types.INTERNAL_ERROR,
+            "message": (
+                f"the server's response is {line.size} bytes, over the gateway's limit of "
+                f"{self.max_message} bytes (max_result_bytes); not relayed"
+            ),
+            "data": {TOO_LARGE: line.size},
+        }
+        return jsonwire.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
+
     def _take(self, line: bytes) -> bool:
         """Hand ``line`` to its direct request, if it answers one (or an abandoned one)."""
         if _ID_MARK not in line:
@@ -223,22 +252,13 @@ class StdioPipe:
     async def _read(self, process: ServerProcess, to_session: _ToSession) -> None:
         """Lines from the server: direct responses to their waiters, the rest to the session."""
         assert process.stdout is not None
-        partial: list[bytes] = []  # a line's chunks so far: joined once, not per chunk
+        lines = BoundedLines(self.max_message)
         session_gone = False  # keep draining: a server blocked on a full pipe cannot exit
         try:
             async with to_session:
                 async for chunk in process.stdout:
-                    if b"\n" not in chunk:
-                        partial.append(chunk)
-                        continue
-                    lines = chunk.split(b"\n")
-                    if partial:
-                        partial.append(lines[0])
-                        lines[0] = b"".join(partial)
-                        partial.clear()
-                    if last := lines.pop():
-                        partial.append(last)
-                    for line in lines:
+                    for piece in lines.feed(chunk):
+                        line = self._too_large(piece) if isinstance(piece, Oversized) else piece
                         if session_gone or not line.strip() or self._take(line):
                             continue
                         try:

@@ -52,7 +52,9 @@ def _out(run: Completed) -> str:
 def _last_error_line(run: Completed) -> str:
     stderr = run.stderr.decode()
     assert "Traceback" not in stderr
-    return stderr.strip().splitlines()[-1]
+    errors = [line for line in stderr.splitlines() if line.startswith("lockgate: error:")]
+    assert len(errors) == 1, stderr
+    return errors[0]
 
 
 async def test_tools_prints_one_line_per_exposed_tool(

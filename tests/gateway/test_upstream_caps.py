@@ -70,3 +70,19 @@ async def test_an_upstream_flooding_stderr_is_logged_bounded_and_keeps_working(
     assert lines[0].getMessage().endswith(f"... ({4096 - stderr_log.MAX_LINE} bytes cut)")
     assert any("stderr lines not logged (more than 20 a second)" in r.getMessage() for r in lines)
     assert logged < 100_000, f"{logged} characters logged for {FLOOD_MIB} MiB of stderr"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_result_over_the_limit_is_an_error_result_and_the_upstream_stays_usable(
+    tmp_path: Path, era: str
+) -> None:
+    config = write_config(tmp_path, [echo_upstream("echo", era=era)])
+    async with Gateway.from_config(config) as gateway:
+        huge = await gateway.call_tool("echo__big", {"kib": 50 * 1024})  # 50 MiB
+        fine = await gateway.call_tool("echo__big", {"kib": 1024})
+        echoed = await gateway.call_tool("echo__echo", {"text": "still here"})
+    assert huge.is_error
+    assert "over the gateway's limit of 16777216 bytes (max_result_bytes)" in text_of(huge)
+    assert not fine.is_error
+    assert len(text_of(fine)) == 1024 * 1024
+    assert text_of(echoed) == "still here"
