@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from gateway.approvals.holding import HeldCalls
 from gateway.approvals.memory import MemoryPendingStore
@@ -32,7 +33,7 @@ from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.approval_required import ApprovalRequiredToolset
 from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
-from toolsets.errors import ConfigError, ConfigIssue
+from toolsets.errors import ConfigError, ConfigIssue, LockgateError
 from toolsets.events import EventsToolset
 from toolsets.filtered import FilteredToolset
 from toolsets.function import FunctionTool, FunctionToolset, import_function
@@ -84,7 +85,7 @@ def _audit(config: GatewayConfig) -> AuditLog | None:
     if not config.events.audit.enabled:
         return None
     path = config.resolve(config.events.audit.path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _folder_for(path, "events.audit.path")
     return AuditLog(path)
 
 
@@ -92,8 +93,18 @@ def _store(config: GatewayConfig, listener: PendingListener) -> PendingStore:
     if config.approvals.store == "memory":
         return MemoryPendingStore(listener=listener)
     path = config.resolve(config.approvals.path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _folder_for(path, "approvals.path")
     return SQLitePendingStore(path, listener=listener)
+
+
+def _folder_for(path: Path, key: str) -> None:
+    """Create the folder of a file the gateway writes, or say which setting to fix."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LockgateError(
+            f"cannot create the folder of {path} ({exc.strerror}): fix {key} in the config"
+        ) from None
 
 
 def _sealer(config: GatewayConfig) -> RequestStateSealer:

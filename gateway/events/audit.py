@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from gateway.events.model import Event
 from toolsets.canonical import canonical_json
+from toolsets.errors import AuditUnavailable
 
 __all__ = [
     "COLUMNS",
@@ -113,7 +114,13 @@ class AuditLog:
         self._lock = anyio.Lock()
 
     async def __aenter__(self) -> Self:
-        self._conn = await anyio.to_thread.run_sync(_open_writer, self.path)
+        try:
+            self._conn = await anyio.to_thread.run_sync(_open_writer, self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise AuditUnavailable(
+                f"cannot open the audit log at {self.path} ({exc}): check events.audit.path "
+                "(a writable file), or set events.audit.enabled: false"
+            ) from None
         return self
 
     async def __aexit__(

@@ -96,3 +96,27 @@ def test_a_valid_config_loads(tmp_path: Path) -> None:
 
     assert [s.exposed_prefix for s in config.enabled_servers()] == ["e"]
     assert config.base_dir == tmp_path.resolve()
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ({"events": {"audit": {"enabled": True, "path": "taken/audit.db"}}}, "events.audit.path"),
+        ({"approvals": {"store": "sqlite", "path": "taken/pending.db"}}, "approvals.path"),
+    ],
+)
+def test_a_data_path_that_cannot_be_written_is_one_line_naming_it_and_its_setting(
+    tmp_path: Path, section: dict[str, object], key: str
+) -> None:
+    (tmp_path / "taken").write_text("a file where a folder should be", encoding="utf-8")
+    config = write_config(tmp_path, [], **section)
+
+    run = lockgate("tools", "--config", str(config))
+
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"lockgate: error: cannot create the folder of {tmp_path / 'taken'}/"
+        f"{'audit' if key.startswith('events') else 'pending'}.db (File exists): "
+        f"fix {key} in the config"
+    ]
