@@ -14,9 +14,10 @@ from gateway.api_errors import BadRequest, error_response, read_json
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
-from gateway.approvals.service import may_decide
+from gateway.approvals.service import may_see
 from gateway.auth import Authenticator, Role, bearer_token
-from gateway.events.sse import events_endpoint
+from gateway.events.scopes import approver_scope, subscriber_scope
+from gateway.events.sse import Visible, events_endpoint
 from gateway.gateway import Gateway
 from toolsets.context import Principal
 from toolsets.errors import LockgateError
@@ -84,11 +85,6 @@ MAX_SCANNED = 1000
 """Calls read per listing before filtering to what the caller may see."""
 
 
-def _visible(call: PendingCall, who: Principal) -> bool:
-    """Approvers see the approvals they may decide; external calls are every worker's."""
-    return call.kind == "external" or may_decide(call, who, as_caller=False)
-
-
 def _limit(raw: str) -> int:
     try:
         return max(min(int(raw), 1000), 0)
@@ -149,7 +145,7 @@ class _Handlers:
             tool=query.get("tool") or None,
             limit=MAX_SCANNED,
         )
-        mine = [c for c in calls if _visible(c, who)][:limit]
+        mine = [c for c in calls if may_see(c, who)][:limit]
         langgraph = _langgraph(request)
         return JSONResponse({"items": [_shaped(c, langgraph) for c in mine]})
 
@@ -162,7 +158,7 @@ class _Handlers:
         """The call named in the path, if ``who`` may see it (else: not found, as if absent)."""
         id = request.path_params["id"]
         call = await self.store.get(id)
-        if call is None or not _visible(call, who):
+        if call is None or not may_see(call, who):
             raise PendingNotFound(id)
         return call
 
@@ -208,11 +204,19 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
     approver: tuple[Role, ...] = ("approver",)
     worker: tuple[Role, ...] = ("worker", "approver")
     watchers: tuple[Role, ...] = ("subscriber", "approver")
-    events = events_endpoint(
-        gateway.events,
-        lambda r: _who(auth, r, *watchers) is not None,
-        refused=lambda r: _refused(auth, r, watchers),
-    )
+
+    def scope(request: Request) -> Visible | bool:
+        """A subscriber's filter, or an approver's own calls (gateway/events/scopes.py)."""
+        token = bearer_token(request.headers.get("authorization"))
+        found = auth.subscription(token, *watchers)
+        if found is None:
+            return False
+        role, who, events = found
+        if role == "subscriber":
+            return subscriber_scope(events)
+        return approver_scope(who, gateway.store)
+
+    events = events_endpoint(gateway.events, scope, refused=lambda r: _refused(auth, r, watchers))
     return [
         Route("/api/approvals", _guard(auth, approver, api.list_calls), methods=["GET"]),
         Route("/api/approvals/{id}", _guard(auth, approver, api.get_call), methods=["GET"]),

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.events.filters import EventFilter
 from toolsets.context import Principal
 from toolsets.errors import ConfigError, ConfigIssue
 
@@ -39,6 +40,9 @@ class CredentialConfig(BaseModel):
     token: str = Field(min_length=1)
     roles: list[str] = Field(default_factory=list)
     claims: dict[str, str] = Field(default_factory=dict)
+    events: EventFilter | None = Field(
+        None, description="subscribers: which events their stream carries (default: all)."
+    )
 
 
 class AuthConfig(BaseModel):
@@ -88,6 +92,7 @@ def token_problem(value: str) -> str | None:
 class _Entry:
     digest: bytes
     principal: Principal
+    events: EventFilter | None = None
 
 
 class Authenticator:
@@ -107,6 +112,7 @@ class Authenticator:
             _Entry(
                 _configured_digest(c.token, f"{where}.{i}.token"),
                 Principal(id=c.id, roles=frozenset(c.roles), claims=dict(c.claims)),
+                c.events,
             )
             for i, c in enumerate(credentials)
         )
@@ -117,6 +123,15 @@ class Authenticator:
 
     def authenticate(self, token: str | None, *roles: Role) -> Principal | None:
         """The principal holding ``token`` in any of ``roles``, or None."""
+        found = self.subscription(token, *roles)
+        return None if found is None else found[1]
+
+    def subscription(
+        self, token: str | None, *roles: Role
+    ) -> tuple[Role, Principal, EventFilter | None] | None:
+        """The first of ``roles`` whose credentials hold ``token``: the role, the principal and
+        its event filter; None when no credential holds it (every entry is compared, in
+        constant time)."""
         if not token:
             return None
         digest = _digest(token)
@@ -124,7 +139,7 @@ class Authenticator:
         for role in roles:
             for entry in self._entries[role]:
                 if hmac.compare_digest(entry.digest, digest):
-                    found = found or entry.principal
+                    found = found or (role, entry.principal, entry.events)
         return found
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "Recorder",
     "TooManyPending",
     "may_decide",
+    "may_see",
 ]
 
 log = logging.getLogger("lockgate.approvals")
@@ -82,6 +83,12 @@ def may_decide(call: PendingCall, who: Principal, *, as_caller: bool) -> bool:
         a == who.id or (a.startswith("role:") and a.removeprefix("role:") in who.roles)
         for a in named
     )
+
+
+def may_see(call: PendingCall, who: Principal) -> bool:
+    """Whether an approver or worker ``who`` may see ``call``: the approvals it may decide, and
+    every external call (any worker or approver may post its result)."""
+    return call.kind == "external" or may_decide(call, who, as_caller=False)
 
 
 class ApprovalService:

@@ -23,8 +23,11 @@ from gateway.events.types import reset
 
 __all__ = ["Authorize", "bearer_authorizer", "events_endpoint", "sse_frame"]
 
-Authorize = Callable[[Request], Awaitable[bool] | bool]
-"""Decides whether a request may read the event stream."""
+Visible = Callable[[Event], Awaitable[bool]]
+"""Whether one event may go on a stream (see `gateway.events.scopes`)."""
+Authorize = Callable[[Request], Awaitable[bool | Visible] | bool | Visible]
+"""Decides whether a request may read the event stream: False refuses, True allows every
+event, a `Visible` allows the events it accepts."""
 
 _PATTERN = re.compile(r"[A-Za-z0-9._*?\[\]-]{1,100}")
 _HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -87,7 +90,13 @@ def events_endpoint(
             return JSONResponse({"error": "invalid types pattern"}, status_code=400)
         last_id = request.headers.get("last-event-id", "").strip() or None
         return _EventStream(
-            bus, patterns, last_id=last_id, keepalive=keepalive, retry_ms=retry_ms, buffer=buffer
+            bus,
+            patterns,
+            last_id=last_id,
+            keepalive=keepalive,
+            retry_ms=retry_ms,
+            buffer=buffer,
+            visible=allowed if callable(allowed) else None,
         )
 
     return endpoint
@@ -107,6 +116,7 @@ class _EventStream(Response):
         keepalive: float,
         retry_ms: int,
         buffer: int | None,
+        visible: Visible | None = None,
     ) -> None:
         # Not `Response.__init__`: without a body, no Content-Length is declared.
         self.status_code = 200
@@ -116,6 +126,11 @@ class _EventStream(Response):
         self._keepalive, self._retry_ms, self._buffer = keepalive, retry_ms, buffer
         self._lock = anyio.Lock()
         self._scope = anyio.CancelScope()
+        self._visible = visible
+
+    async def _shown(self, event: Event) -> bool:
+        """Control events always; others when the stream's scope accepts them."""
+        return self._visible is None or event.type in CONTROL_TYPES or await self._visible(event)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with self._bus.subscribe(self._patterns, buffer=self._buffer, name="sse") as sub:
@@ -126,7 +141,8 @@ class _EventStream(Response):
                 if backlog is None:
                     first += sse_frame(reset(self._last_id))
                 else:
-                    first += b"".join(sse_frame(e) for e in backlog if sub.matches(e.type))
+                    shown = [e for e in backlog if sub.matches(e.type) and await self._shown(e)]
+                    first += b"".join(sse_frame(e) for e in shown)
             async with anyio.create_task_group() as tg:
                 self._scope = tg.cancel_scope
                 tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope)
@@ -138,7 +154,8 @@ class _EventStream(Response):
 
     async def _pump(self, sub: Subscription, send: Send) -> None:
         async for event in sub:
-            await self._write(send, sse_frame(event))
+            if await self._shown(event):
+                await self._write(send, sse_frame(event))
 
     async def _tick(self, send: Send) -> None:
         while True:

@@ -16,7 +16,6 @@ import httpx2
 import pytest
 from events_e2e_support import (
     AGENT_TOKEN,
-    APPROVER_TOKEN,
     DENIED_TOOL,
     ECHO,
     SUBSCRIBER_TOKEN,
@@ -102,7 +101,7 @@ async def test_sse_only_streams_the_requested_types(rig: Served) -> None:
         http_client(rig.mcp_url, "auto") as client,
     ):
         with anyio.fail_after(20):
-            async with sse(rig.base, APPROVER_TOKEN, types="tool.*") as stream:
+            async with sse(rig.base, SUBSCRIBER_TOKEN, types="tool.*") as stream:
                 await client.call_tool("vault__add_tool", {})
                 await anext(aiter(changes))  # tools.changed was published meanwhile
                 await client.call_tool(ECHO, {"text": "after the change"})

@@ -1,0 +1,63 @@
+"""Who sees which events on ``/api/events``.
+
+- A **subscriber** sees every event its credential's ``events`` filter lets through (globs on
+  ``types``, ``principals``, ``servers`` and ``tools``; an unset list lets everything through).
+  Events that name no principal, server or tool (``upstream.status``, ``lockgate.*``) are
+  filtered on ``types`` only.
+- An **approver** (that is not also a subscriber) sees the events of the held calls it may
+  decide: ``tool.approval.*`` and ``tool.deferred`` whose pending call its rule lets it decide.
+  Every other event is not for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from fnmatch import fnmatchcase
+
+from gateway.approvals.service import may_see
+from gateway.approvals.store import PendingStore
+from gateway.events.filters import EventFilter
+from gateway.events.model import Event
+from toolsets.context import Principal
+
+__all__ = ["Visible", "approver_scope", "subscriber_scope"]
+
+Visible = Callable[[Event], Awaitable[bool]]
+"""Whether one event may be sent on a stream."""
+
+
+def _allows(globs: Sequence[str] | None, value: object) -> bool:
+    if globs is None or value is None:
+        return True
+    return isinstance(value, str) and any(fnmatchcase(value, glob) for glob in globs)
+
+
+def subscriber_scope(events: EventFilter | None) -> Visible:
+    """The events a subscriber with ``events`` sees."""
+
+    async def visible(event: Event) -> bool:
+        if events is None:
+            return True
+        data = event.data if isinstance(event.data, dict) else {}
+        return (
+            _allows(events.types, event.type)
+            and _allows(events.principals, data.get("principal"))
+            and _allows(events.servers, data.get("server"))
+            and _allows(events.tools, data.get("tool"))
+        )
+
+    return visible
+
+
+def approver_scope(who: Principal, store: PendingStore) -> Visible:
+    """The events of the held calls ``who`` may decide."""
+
+    async def visible(event: Event) -> bool:
+        data = event.data if isinstance(event.data, dict) else {}
+        id = data.get("approval_id") or data.get("pending_id")
+        if not isinstance(id, str):
+            return False
+        call = await store.get(id)
+        return call is not None and may_see(call, who)
+
+    return visible

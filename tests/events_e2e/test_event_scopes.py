@@ -1,0 +1,163 @@
+"""Who sees which events on ``/api/events``: a subscriber sees what its credential's filter
+lets through; an approver sees the held calls it may decide, and nothing of anyone else's."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from support import serve_asgi, write_config
+
+from gateway.gateway import Gateway
+from gateway.http_app import build_app
+from toolsets import Principal
+
+POLICY = """\
+version: 1
+defaults: {effect: allow}
+rules:
+  - id: ops-holds
+    tools: [local__held]
+    effect: ask
+    approval: {approvers: ["role:ops"], hold: 0s}
+  - id: finance-pays
+    tools: [local__pay]
+    effect: ask
+    approval: {approvers: ["role:finance"], hold: 0s}
+"""
+TOOLS = '''\
+def held(note: str) -> str:
+    """Needs an operator."""
+    return note
+
+
+def free(note: str) -> str:
+    """Runs at once."""
+    return note
+
+
+def pay(note: str) -> str:
+    """Needs finance."""
+    return note
+'''
+SUBSCRIBER_A = "sub-a-token"
+OPS = "ops-token"
+OTHER = "other-token"
+
+
+def config(tmp_path: Path) -> Path:
+    (tmp_path / "scoped_tools.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "policy.yaml").write_text(POLICY, encoding="utf-8")
+    auth = {
+        "subscribers": [
+            {
+                "id": "dash:a",
+                "token": SUBSCRIBER_A,
+                "events": {"principals": ["agent:a"], "types": ["tool.*"]},
+            }
+        ],
+        "approvers": [
+            {"id": "user:ops", "token": OPS, "roles": ["ops"]},
+            {"id": "user:other", "token": OTHER, "roles": ["finance"]},
+        ],
+    }
+    local = {
+        "name": "local",
+        "transport": "python",
+        "functions": ["scoped_tools:held", "scoped_tools:free", "scoped_tools:pay"],
+    }
+    return write_config(
+        tmp_path,
+        [local],
+        policies={"files": [str(tmp_path / "policy.yaml")]},
+        approvals={"store": "memory"},
+        auth=auth,
+    )
+
+
+class Seen(list[dict[str, Any]]):
+    """The events a stream delivered so far; `until` waits for a condition on them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._more = anyio.Event()
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.append(event)
+        self._more.set()
+        self._more = anyio.Event()
+
+    async def until(self, condition: Callable[[list[dict[str, Any]]], bool]) -> None:
+        while not condition(self):
+            await self._more.wait()
+
+
+@contextlib.asynccontextmanager
+async def watching(base: str, token: str) -> AsyncIterator[Seen]:
+    """Events of the stream ``token`` reads, collected while inside."""
+    seen = Seen()
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(base_url=base, timeout=30) as http,
+        anyio.create_task_group() as tg,
+    ):
+        started = anyio.Event()
+
+        async def read() -> None:
+            async with http.stream("GET", "/api/events", headers=headers) as response:
+                assert response.status_code == 200
+                started.set()
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        seen.add(json.loads(line.removeprefix("data: ")))
+
+        tg.start_soon(read)
+        await started.wait()
+        yield seen
+        tg.cancel_scope.cancel()
+
+
+async def test_subscribers_and_approvers_see_only_their_events(tmp_path: Path) -> None:
+    async with (
+        Gateway.from_config(config(tmp_path)) as gateway,
+        serve_asgi(build_app(gateway, manage_gateway=False)) as base,
+        watching(base, SUBSCRIBER_A) as dashboard,
+        watching(base, OPS) as ops,
+        watching(base, OTHER) as other,
+    ):
+        for who in ("agent:a", "agent:b"):
+            await gateway.call_tool("local__free", {"note": who}, _ctx(who))
+            await gateway.call_tool("local__held", {"note": who}, _ctx(who))
+        # Last, a call only finance decides: once each stream shows it (or, for ops, its
+        # two), every earlier event has passed through each stream's scope.
+        await gateway.call_tool("local__pay", {"note": "last"}, _ctx("agent:a"))
+        with anyio.fail_after(10):
+            for stream in (dashboard, other):
+                await stream.until(lambda seen: any(_tool(e) == "local__pay" for e in seen))
+            await ops.until(lambda seen: len(seen) >= 2)
+    # The dashboard's filter: agent:a's tool events only.
+    assert {e["data"]["principal"] for e in dashboard} == {"agent:a"}
+    assert {e["type"] for e in dashboard} >= {"tool.call", "tool.result", "tool.approval.requested"}
+    # ops may decide both held calls: their approval events, and nothing else.
+    assert {e["type"] for e in ops} == {"tool.approval.requested"}
+    assert sorted(e["data"]["principal"] for e in ops) == ["agent:a", "agent:b"]
+    # An approver of another rule sees only the call it may decide.
+    assert [(e["type"], e["data"]["tool"]) for e in other] == [
+        ("tool.approval.requested", "local__pay")
+    ]
+    assert all(e["data"]["tool"] == "local__held" for e in ops)
+
+
+def _tool(event: dict[str, Any]) -> object:
+    return event["data"].get("tool")
+
+
+def _ctx(principal: str) -> Any:
+    from toolsets.context import CallContext
+
+    return CallContext(principal=Principal(id=principal))
