@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
@@ -13,7 +12,8 @@ from typing import Any, Protocol
 import anyio
 
 from gateway.approvals.errors import PendingConflict, PendingNotFound
-from gateway.approvals.pending import Kind, PendingCall, State
+from gateway.approvals.pending import Kind, PendingCall
+from gateway.approvals.recording import outcome_of, requested, value_result
 from gateway.approvals.store import PendingStore
 from gateway.approvals.wire import result_to_wire
 from gateway.events import types as events
@@ -158,8 +158,13 @@ class ApprovalService:
             principal_roles=tuple(sorted(ctx.principal.roles)),
         )
         call = await self.store.create(call)  # durable before anyone is told
+        await self._announce(call, requested(call, tool, ctx, args, decision))
+        return call
+
+    async def _announce(self, call: PendingCall, event: Event) -> None:
+        """Put a new held call on record; one that cannot be ends ``failed``, unasked."""
         try:
-            await self.record(_requested(call, tool, ctx, args, decision))
+            await self.record(event)
         except AuditUnavailable:  # never asked for, so it must not wait for anyone
             with contextlib.suppress(ApprovalConflict):
                 await self.store.transition(
@@ -175,7 +180,6 @@ class ApprovalService:
             call.rule_id or "default",
             deciders,
         )
-        return call
 
     # -- deciding ------------------------------------------------------------------------------
 
@@ -240,7 +244,7 @@ class ApprovalService:
             await self._check_tool(call, by, channel)
         edited = await self._checked_edit(call, args) if decision == "edit" else None
         typed = decision == "respond" and await self._has_output_schema(call.tool)
-        to, update = _outcome_of(decision, message, edited, typed=typed)
+        to, update = outcome_of(decision, message, edited, typed=typed)
         update |= {"decided_by": by.id, "decision": decision, "channel": channel}
         # On record first: if the audit log cannot be written, the decision fails (raises
         # AuditUnavailable), the call stays pending and nothing runs.
@@ -285,7 +289,7 @@ class ApprovalService:
         if call.kind != "external":
             raise DecisionRefused(f"{id} is an approval, not an external call")
         failed = error is not None
-        result = ToolResult.error(error) if error is not None else _value_result(value)
+        result = ToolResult.error(error) if error is not None else value_result(value)
         done = await self.store.transition(
             id,
             expect={"pending"},
@@ -375,50 +379,3 @@ class ApprovalService:
         if call is None:
             raise PendingNotFound(id)
         return call
-
-
-def _requested(
-    call: PendingCall, tool: ToolDef, ctx: CallContext, args: Mapping[str, Any], decision: Decision
-) -> Event:
-    """``tool.approval.requested`` for a held call, ``tool.deferred`` for an external one."""
-    if call.kind == "external":
-        return events.tool_deferred(tool, ctx, args, decision, pending_id=call.id)
-    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
-    hold = ctx.hold_for(decision.approval.hold)
-    return events.approval_requested(
-        tool,
-        ctx,
-        args,
-        decision,
-        approval_id=call.id,
-        reason=call.reason,
-        expires_at=expires,
-        hold_seconds=hold,
-    )
-
-
-def _outcome_of(
-    decision: str, message: str | None, edited: dict[str, Any] | None, *, typed: bool = False
-) -> tuple[State, dict[str, Any]]:
-    """The state a decision leads to, and what it records.
-
-    A ``respond`` text cannot conform to a tool's output schema, which MCP requires of every
-    successful result (clients check it): for a ``typed`` tool it is an ``isError`` result.
-    """
-    if decision == "approve":
-        return "approved", {}
-    if decision == "edit":
-        return "approved", {"override_args": edited}
-    if decision == "deny":
-        return "denied", {"message": message or "The call was denied by an approver."}
-    text = message or ""  # respond: the human's text is the result; the tool never runs
-    result = ToolResult.error(text) if typed else ToolResult.text(text)
-    return "done", {"message": text, "result": result_to_wire(result)}
-
-
-def _value_result(value: Any) -> ToolResult:
-    if isinstance(value, str):
-        return ToolResult.text(value)
-    text = json.dumps(value)
-    structured = value if isinstance(value, dict) else {"result": value}
-    return ToolResult(content=ToolResult.text(text).content, structured_content=structured)
