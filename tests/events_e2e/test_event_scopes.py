@@ -16,6 +16,7 @@ from support import serve_asgi, write_config
 from gateway.gateway import Gateway
 from gateway.http_app import build_app
 from toolsets import Principal
+from toolsets.context import CallContext
 
 POLICY = """\
 version: 1
@@ -157,7 +158,5 @@ def _tool(event: dict[str, Any]) -> object:
     return event["data"].get("tool")
 
 
-def _ctx(principal: str) -> Any:
-    from toolsets.context import CallContext
-
+def _ctx(principal: str) -> CallContext:
     return CallContext(principal=Principal(id=principal))

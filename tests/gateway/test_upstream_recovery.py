@@ -34,8 +34,12 @@ from toolsets.errors import UpstreamError
 async def until_up(gateway: Gateway, server: str) -> None:
     """Wait for the upstream's next successful connection (it retries with backoff)."""
     with anyio.fail_after(20):
-        while gateway.upstreams[server].status != "up":
-            await anyio.sleep(0.05)
+        async with gateway.events.subscribe(["upstream.status"]) as statuses:
+            if gateway.upstreams[server].status == "up":  # checked once subscribed: no gap
+                return
+            async for event in statuses:
+                if event.data["server"] == server and event.data["status"] == "up":
+                    return
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
