@@ -1,4 +1,5 @@
-"""The REST API under ``/api``: approvals for approvers, external calls for workers, events."""
+"""The REST API under ``/api``: approvals for approvers, external calls for workers, events,
+and changed tool definitions for approvers (`gateway.api_pins`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.api_errors import BadRequest, error_response, read_json
+from gateway.api_pins import pin_routes
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
@@ -213,8 +215,8 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
             return False
         role, who, events = found
         if role == "subscriber":
-            return subscriber_scope(events)
-        return approver_scope(who, gateway.store)
+            return subscriber_scope(events, who.tenant)
+        return approver_scope(who, gateway.store, pins=gateway.pins.may_accept(who))
 
     events = events_endpoint(gateway.events, scope, refused=lambda r: _refused(auth, r, watchers))
     return [
@@ -225,4 +227,5 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         Route("/api/calls/{id}", _guard(auth, worker, api.get_call), methods=["GET"]),
         Route("/api/calls/{id}/result", _guard(auth, worker, api.post_result), methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
+        *pin_routes(gateway, lambda handler: _guard(auth, approver, handler)),
     ]

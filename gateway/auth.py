@@ -40,6 +40,14 @@ class CredentialConfig(BaseModel):
     token: str = Field(min_length=1)
     roles: list[str] = Field(default_factory=list)
     claims: dict[str, str] = Field(default_factory=dict)
+    tenant: str | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "Partition: calls and events of a tenant are seen only by approvers and "
+            "subscribers of the same tenant; credentials without one see only untenanted ones."
+        ),
+    )
     events: EventFilter | None = Field(
         None, description="subscribers: which events their stream carries (default: all)."
     )
@@ -111,7 +119,9 @@ class Authenticator:
         return tuple(
             _Entry(
                 _configured_digest(c.token, f"{where}.{i}.token"),
-                Principal(id=c.id, roles=frozenset(c.roles), claims=dict(c.claims)),
+                Principal(
+                    id=c.id, roles=frozenset(c.roles), claims=dict(c.claims), tenant=c.tenant
+                ),
                 c.events,
             )
             for i, c in enumerate(credentials)

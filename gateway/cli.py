@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from gateway import cli_approvals, cli_events
+from gateway import cli_approvals, cli_events, cli_pins
 from gateway.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
@@ -172,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     call.set_defaults(func=_async(_run_call))
 
     cli_approvals.register(commands)
+    cli_pins.register(commands)
     cli_events.register(commands)
     policy_cli.register(commands)
     return parser

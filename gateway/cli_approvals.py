@@ -12,7 +12,7 @@ import httpx2
 
 from toolsets.errors import LockgateError
 
-__all__ = ["register"]
+__all__ = ["ApiError", "api_request", "connection_options", "register"]
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
@@ -29,7 +29,7 @@ def _client(args: argparse.Namespace) -> httpx2.Client:
     return httpx2.Client(base_url=args.url, headers=headers, timeout=30.0)
 
 
-def _request(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
+def api_request(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
     try:
         with _client(args) as client:
             response = client.request(method, path, json=body)
@@ -86,7 +86,7 @@ def table(calls: list[dict[str, Any]], now: float) -> list[str]:
 
 def _list(args: argparse.Namespace) -> int:
     params = [f"state={args.state}"] + ([f"tool={args.tool}"] if args.tool else [])
-    data = _request(args, "GET", "/api/approvals?" + "&".join(params))
+    data = api_request(args, "GET", "/api/approvals?" + "&".join(params))
     if args.json:
         print(json.dumps(data["items"], indent=2))
     elif not data["items"]:
@@ -98,7 +98,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    call = _request(args, "GET", f"/api/approvals/{args.id}")
+    call = api_request(args, "GET", f"/api/approvals/{args.id}")
     if not args.json:  # for people: ISO times, and how long it may still wait
         if call["state"] == "pending":
             call["time_left"] = ago(call["expires_at"], time.time()).removeprefix("in ")
@@ -122,12 +122,12 @@ def _decide(args: argparse.Namespace) -> int:
             body["args"] = json.loads(args.args)
         except json.JSONDecodeError as exc:
             raise ApiError(f"--args is not valid JSON: {exc.msg}") from None
-    call = _request(args, "POST", f"/api/approvals/{args.id}/decision", body)
+    call = api_request(args, "POST", f"/api/approvals/{args.id}/decision", body)
     print(f"{call['id']}: {call['state']} ({call['decision']} by {call['decided_by']})")
     return 0
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("LOCKGATE_URL", DEFAULT_URL))
     parser.add_argument("--token", help="approver token (default: $LOCKGATE_APPROVER_TOKEN)")
 
@@ -161,4 +161,4 @@ def register(subparsers: Any) -> None:
         show,
         *[commands.choices[n] for n in ("approve", "deny", "edit", "respond")],
     ):
-        _common(sub)
+        connection_options(sub)

@@ -1,7 +1,7 @@
 """Building the toolset chain from the config: the one place where the layers are wired.
 
-``Filtered( Validating( Policy( ApprovalRequired( Events( Combined( Prefixed(MCPServer)...,
-functions, external ))))))``
+``Filtered( Validating( Policy( ApprovalRequired( Events( Pinned( Combined(
+Prefixed(MCPServer)..., functions, external )))))))``
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder
 from gateway.external import EXTERNAL_SERVER, external_toolset
 from gateway.metrics import Metrics
+from gateway.pins import MemoryPinStore, PinStore, SQLitePinStore, ToolPins
 from gateway.refusals import Refusals
 from gateway.upstreams import build_upstream
 from policies import PolicyDecider, PolicyEngine, PolicyHolder
@@ -35,9 +36,10 @@ from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
 from toolsets.errors import ConfigError, ConfigIssue, LockgateError
 from toolsets.events import EventsToolset
-from toolsets.filtered import FilteredToolset
+from toolsets.filtered import FilteredToolset, ToolFilter
 from toolsets.function import FunctionTool, FunctionToolset, import_function
 from toolsets.mcp_server import MCPServerToolset, StatusHandler
+from toolsets.pinned import PinnedToolset
 from toolsets.policy import PolicyToolset
 from toolsets.prefixed import PrefixedToolset
 from toolsets.tooldef import ToolDef
@@ -60,6 +62,9 @@ class Parts:
     approvals: ApprovalService
     sealer: RequestStateSealer
     combined: CombinedToolset
+    pins: ToolPins
+    served: Toolset
+    visible: ToolFilter
     upstreams: dict[str, MCPServerToolset]
     root: Toolset
 
@@ -95,6 +100,24 @@ def _store(config: GatewayConfig, listener: PendingListener) -> PendingStore:
     path = config.resolve(config.approvals.path)
     _folder_for(path, "approvals.path")
     return SQLitePendingStore(path, listener=listener)
+
+
+def _pin_store(config: GatewayConfig) -> PinStore:
+    """Pins live beside the pending calls: in memory, or in the same SQLite file."""
+    if config.approvals.store == "memory":
+        return MemoryPinStore()
+    return SQLitePinStore(config.resolve(config.approvals.path))
+
+
+def _pins(config: GatewayConfig, recorder: Recorder, servers: Sequence[str]) -> ToolPins:
+    return ToolPins(
+        _pin_store(config),
+        servers=servers,
+        on_change=config.pins.on_change,
+        on_metadata_change=config.pins.on_metadata_change,
+        approvers=config.pins.approvers,
+        record=recorder.record,
+    )
 
 
 def _folder_for(path: Path, key: str) -> None:
@@ -152,21 +175,23 @@ def _children(
 
 def _chain(
     config: GatewayConfig,
-    combined: CombinedToolset,
+    served: Toolset,
     bus: EventBus,
     approvals: ApprovalService,
     validators: SchemaValidators,
-) -> Toolset:
-    """The call chain over ``combined``; each step is one wrapper in ``toolsets/``, and the
-    order below is the order a call passes them (docs/architecture.md)."""
+) -> tuple[Toolset, ToolFilter]:
+    """The call chain over ``served``, and its hide predicate; each step is one wrapper in
+    ``toolsets/``, and the order below is the order a call passes them (docs/architecture.md)."""
     refuse = Refusals(approvals.record)
     held = HeldCalls(approvals, refuse, progress_interval=config.approvals.progress_interval)
     decider = PolicyDecider(approvals.policy, deferred_servers=frozenset({EXTERNAL_SERVER}))
-    chain: Toolset = EventsToolset(combined, BusObserver(bus))
+    chain: Toolset = EventsToolset(served, BusObserver(bus))
     chain = ApprovalRequiredToolset(chain, held)
     chain = PolicyToolset(chain, decider, refuse)
     chain = ValidatingToolset(chain, validators)
-    return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key)
+    return FilteredToolset(
+        chain, decider.visible, cache_key=decider.visibility_key
+    ), decider.visible
 
 
 def compose(
@@ -188,11 +213,13 @@ def compose(
     policy = _policy(config)
     expiries = _Expiries()
     store = _store(config, expiries)
+    pins = _pins(config, recorder, list(upstreams))
+    served = PinnedToolset(combined, pins)
     validators = SchemaValidators()
 
     async def catalogue() -> dict[str, ToolDef]:
         await warm_up()
-        return await combined.get_tools(CallContext())
+        return await served.get_tools(CallContext())
 
     approvals = ApprovalService(
         store,
@@ -203,7 +230,7 @@ def compose(
         max_pending=config.approvals.max_pending_per_principal,
     )
     expiries.service = approvals
-    root = _chain(config, combined, bus, approvals, validators)
+    root, visible = _chain(config, served, bus, approvals, validators)
     return Parts(
         bus=bus,
         recorder=recorder,
@@ -215,6 +242,9 @@ def compose(
         approvals=approvals,
         sealer=_sealer(config),
         combined=combined,
+        pins=pins,
+        served=served,
+        visible=visible,
         upstreams=upstreams,
         root=root,
     )

@@ -16,6 +16,7 @@ from gateway.events.webhooks import WebhookConfig
 from policies.yamlfile import Located, parse_model, read_located
 from toolsets.errors import ConfigError, ConfigIssue
 from toolsets.function import ImportPathError, import_function
+from toolsets.sanitize import DEFAULT_MAX_DESCRIPTION
 
 __all__ = [
     "ApprovalsConfig",
@@ -83,7 +84,18 @@ class ServerConfig(_Strict):
     max_result_bytes: int = Field(
         16 << 20,
         gt=0,
-        description="stdio: the largest message read from the server; a larger result is an error.",
+        description=(
+            "The largest message read from the server (a stdio line, an HTTP response or SSE "
+            "event; over sse at most 1 MiB); a larger result is an error result naming the limit."
+        ),
+    )
+    max_description: int = Field(
+        DEFAULT_MAX_DESCRIPTION,
+        ge=0,
+        description=(
+            "Characters of a tool's title or description (and of each in its schemas) served; "
+            "longer text is cut with a marker saying how much. 0: no limit."
+        ),
     )
 
     @model_validator(mode="after")
@@ -153,6 +165,32 @@ class EventsConfig(_Strict):
     webhooks: list[WebhookConfig] = Field(default_factory=list)
 
 
+PinAction = Literal["quarantine", "warn", "accept"]
+
+
+class PinsConfig(_Strict):
+    """Tool pins: what happens when an upstream's tool definition changes (a "rug pull")."""
+
+    on_change: PinAction = Field(
+        "quarantine",
+        description=(
+            "A changed name, title, description, input or output schema or annotations: "
+            "quarantine (hidden and refused until an approver accepts it), warn (served, "
+            "logged and announced) or accept (served, announced)."
+        ),
+    )
+    on_metadata_change: PinAction = Field(
+        "warn", description="A change of icons, execution or _meta only."
+    )
+    approvers: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Who may accept a changed definition: approver ids or role:NAME; empty: any "
+            "configured approver."
+        ),
+    )
+
+
 class GatewayConfig(_Strict):
     """The whole gateway configuration."""
 
@@ -163,6 +201,7 @@ class GatewayConfig(_Strict):
     auth: AuthConfig = AuthConfig()
     policies: PoliciesConfig = PoliciesConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
+    pins: PinsConfig = PinsConfig()
     events: EventsConfig = EventsConfig()
     external_tools: list[ExternalToolConfig] = Field(default_factory=list)
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")

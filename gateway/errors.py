@@ -9,6 +9,7 @@ from toolsets.errors import (
     LockgateError,
     ToolCollisionError,
     ToolNotFoundError,
+    ToolQuarantined,
     UpstreamError,
 )
 
@@ -18,6 +19,7 @@ _EXIT_CODES: tuple[tuple[type[LockgateError], int], ...] = (
     (ConfigError, 2),
     (ToolCollisionError, 2),
     (ToolNotFoundError, 3),
+    (ToolQuarantined, 3),
     (UpstreamError, 4),
     (ApprovalConflict, 5),
 )
@@ -26,6 +28,7 @@ _HTTP_STATUSES: tuple[tuple[type[LockgateError], int], ...] = (
     (ConfigError, 400),
     (ToolNotFoundError, 404),
     (ApprovalConflict, 409),
+    (ToolQuarantined, 409),
     (UpstreamError, 502),
     (AuditUnavailable, 503),
 )

@@ -21,11 +21,17 @@ from gateway.events import types as event_types
 from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
 from gateway.metrics import Metrics
+from gateway.pins import PinRecord, ToolPins
 from policies import PolicyHolder
 from toolsets._sdk_compat import check_sdk
 from toolsets.abstract import ToolsChangedHandler, Toolset
-from toolsets.context import CallContext
-from toolsets.errors import LockgateError, ToolCollisionError, ToolNotFoundError
+from toolsets.context import CallContext, Principal
+from toolsets.errors import (
+    LockgateError,
+    ToolCollisionError,
+    ToolNotFoundError,
+    ToolQuarantined,
+)
 from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -149,6 +155,7 @@ class Gateway:
 
         Raises:
             ToolNotFoundError: the tool does not exist or is hidden from ``ctx``.
+            ToolQuarantined: its definition changed upstream and waits for an approver.
             UpstreamError: its server is down, lost the connection, timed out or answered with
                 a JSON-RPC error (`UpstreamRequestError`).
             InputRequired: a 2026-07-28 caller is asked to approve (the MCP face answers it).
@@ -157,8 +164,23 @@ class Gateway:
         ctx = ctx or CallContext()
         tool = (await self.tools(ctx)).get(name)
         if tool is None:
+            held = self._parts.pins.quarantined(name)
+            if held is not None and self._parts.visible(ctx, held[0]):  # else: unknown to ctx
+                raise ToolQuarantined(name, held[1].fields())
             raise ToolNotFoundError(name)
         return await self.root.call_tool(name, args or {}, ctx, tool)
+
+    @property
+    def pins(self) -> ToolPins:
+        """Tool pins and the quarantine of changed definitions."""
+        return self._parts.pins
+
+    async def accept_pin(self, name: str, *, pin: str, by: Principal) -> PinRecord:
+        """Accept the quarantined definition of ``name`` (see `ToolPins.accept`); clients are
+        told the catalogue changed."""
+        record = await self._parts.pins.accept(name, pin=pin, by=by)
+        await self._tools_changed(record.server)
+        return record
 
     def health(self) -> dict[str, Any]:
         """Per-upstream status, for ``/healthz``."""
@@ -179,7 +201,7 @@ class Gateway:
         self._parts.approvals.closing = True
 
     async def _catalogue_pins(self) -> dict[str, str]:
-        tools = await self._parts.combined.get_tools(CallContext())
+        tools = await self._parts.served.get_tools(CallContext())
         return {name: tool.pin for name, tool in tools.items()}
 
     async def _tools_changed(self, source: str) -> None:
@@ -214,6 +236,7 @@ class Gateway:
         async with contextlib.AsyncExitStack() as stack:
             await self._start_events(stack)
             await stack.enter_async_context(self._parts.store)
+            stack.push_async_callback(self._parts.pins.store.close)
             report = await self._parts.store.recover()
             if report.interrupted or report.expired:
                 log.warning(

@@ -17,6 +17,7 @@ from gateway.approvals.errors import SealedStateError
 from toolsets.errors import (
     AuditUnavailable,
     ToolNotFoundError,
+    ToolQuarantined,
     UpstreamError,
     UpstreamRequestError,
 )
@@ -31,6 +32,11 @@ ExceptionHandler = Callable[[Any], ToolResult | ErrorData]
 
 def _unknown_tool(exc: ToolNotFoundError) -> ErrorData:
     return ErrorData(code=INVALID_PARAMS, message=str(exc))
+
+
+def _quarantined(exc: ToolQuarantined) -> ToolResult:
+    # Refused, not unknown: the model reads that the tool waits for review.
+    return ToolResult.error(str(exc))
 
 
 def _upstream(exc: UpstreamError) -> ToolResult:
@@ -54,6 +60,7 @@ def _audit(exc: AuditUnavailable) -> ToolResult:
 EXCEPTION_HANDLERS: dict[type[BaseException], ExceptionHandler] = {
     AuditUnavailable: _audit,
     ToolNotFoundError: _unknown_tool,
+    ToolQuarantined: _quarantined,
     UpstreamError: _upstream,
     UpstreamRequestError: _upstream_request,
     SealedStateError: _request_state,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
@@ -11,13 +12,19 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.config import GatewayConfig, ServerConfig, python_command
-from toolsets._sdk_compat import TransportStreams, create_mcp_http_client
+from toolsets._sdk_compat import TransportStreams
 from toolsets.abstract import ToolsChangedHandler
+from toolsets.http_limit import ResponseLimit
 from toolsets.mcp_server import ClientTarget, MCPServerToolset, StatusHandler
 
 __all__ = ["build_upstream"]
 
 SESSION_HEADER = "mcp-session-id"
+HTTP_TIMEOUT = httpx2.Timeout(30, read=300)
+"""As the SDK's own clients: 30 s to connect or send, 5 minutes between reads of a stream."""
+SSE_EVENT_LIMIT = 1 << 20
+"""The SDK's ``sse_client`` reads events with httpx2's limit of 1 MiB and drops the whole
+connection on a larger one: an ``sse`` upstream's results are capped below that."""
 
 
 def _target(
@@ -34,27 +41,51 @@ def _target(
             cwd=str(config.resolve(server.cwd)) if server.cwd else str(config.base_dir),
         )
     assert server.url is not None  # checked by ServerConfig
+    headers = dict(server.headers) or None
     if server.transport == "sse":
-        return sse_client(server.url, headers=dict(server.headers) or None)
-    return _streamable_http(server.url, dict(server.headers), session_gone)
+        factory = functools.partial(_http_client, server)
+        return sse_client(server.url, headers=headers, httpx_client_factory=factory)
+    return _streamable_http(server, server.url, session_gone)
 
 
 @contextlib.asynccontextmanager
 async def _streamable_http(
-    url: str, headers: dict[str, str], session_gone: Callable[[], None]
+    server: ServerConfig, url: str, session_gone: Callable[[], None]
 ) -> AsyncIterator[TransportStreams]:
     async def watch(response: httpx2.Response) -> None:
         if response.status_code == 404 and SESSION_HEADER in response.request.headers:
             session_gone()
 
-    http = create_mcp_http_client(headers=headers or None)
+    http = _http_client(server, headers=dict(server.headers) or None)
     http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks["response"], watch]}
     # The SDK does not close a client it is given: this connection owns (and closes) its own.
+    # Its own event limit never trips: `ResponseLimit` hands it no event over the limit.
     async with (
         http as http_client,
-        streamable_http_client(url, http_client=http_client) as streams,
+        streamable_http_client(
+            url, http_client=http_client, max_sse_event_size=server.max_result_bytes
+        ) as streams,
     ):
         yield streams
+
+
+def _http_client(
+    server: ServerConfig,
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """An HTTP client for ``server`` (the SDK's client factory signature) whose responses hand
+    over no message larger than ``max_result_bytes``."""
+    limit, setting = server.max_result_bytes, "max_result_bytes"
+    if server.transport == "sse" and limit > SSE_EVENT_LIMIT:
+        limit, setting = SSE_EVENT_LIMIT, f"max_result_bytes, at most {SSE_EVENT_LIMIT} over sse"
+    transport = ResponseLimit(
+        httpx2.AsyncHTTPTransport(), limit=limit, server=server.name, setting=setting
+    )
+    return httpx2.AsyncClient(
+        headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, transport=transport
+    )
 
 
 def build_upstream(
@@ -71,6 +102,7 @@ def build_upstream(
         timeout=server.timeout or config.call_timeout,
         connect_timeout=server.connect_timeout,
         max_result_bytes=server.max_result_bytes,
+        max_description=server.max_description,
         on_tools_changed=on_tools_changed,
         on_status=on_status,
     )

@@ -45,7 +45,12 @@ def _tool_value(tool: ToolDef) -> dict[str, Any]:
 
 
 def _principal_value(principal: Principal) -> dict[str, Any]:
-    return {"id": principal.id, "roles": sorted(principal.roles), "claims": dict(principal.claims)}
+    return {
+        "id": principal.id,
+        "roles": sorted(principal.roles),
+        "claims": dict(principal.claims),
+        "tenant": principal.tenant,
+    }
 
 
 def build_context(

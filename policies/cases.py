@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from policies.engine import PolicyEngine
+from policies.model import FlagName
 from policies.session import SessionState
 from policies.yamlfile import load_yaml, parse_model
 from toolsets.context import Principal
@@ -42,6 +43,9 @@ class CallSpec(_Strict):
     principal: str = "anonymous"
     roles: list[str] = Field(default_factory=list)
     claims: dict[str, Any] = Field(default_factory=dict)
+    flags: list[FlagName] = Field(
+        default_factory=list, description="Warning flags the tool carries (tool.flags)."
+    )
     session: list[PastCall] = Field(default_factory=list, description="Earlier calls.")
     stage: Literal["call", "list"] = Field("call", description="Decide a call or a listing.")
 
@@ -93,7 +97,9 @@ class CaseResult:
         return not self.failures
 
 
-def tool_for(name: str, server: str | None = None, annotations: Any = None) -> ToolDef:
+def tool_for(
+    name: str, server: str | None = None, annotations: Any = None, flags: Sequence[str] = ()
+) -> ToolDef:
     """A `ToolDef` for an exposed name; the server defaults to the prefix before ``__``."""
     prefix, separator, upstream = name.partition(SEPARATOR)
     return ToolDef(
@@ -101,12 +107,13 @@ def tool_for(name: str, server: str | None = None, annotations: Any = None) -> T
         server=server if server is not None else (prefix if separator else ""),
         upstream_name=upstream if separator else name,
         annotations=annotations,
+        flags=tuple(flags),
     )
 
 
 def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
     """Decide ``call`` with ``engine``."""
-    tool = tool_for(call.tool, call.server, call.annotations)
+    tool = tool_for(call.tool, call.server, call.annotations, call.flags)
     principal = Principal(id=call.principal, roles=frozenset(call.roles), claims=call.claims)
     if call.stage == "list":
         return engine.evaluate_visibility(tool, principal)

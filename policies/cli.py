@@ -12,6 +12,7 @@ from policies.cases import CallSpec, evaluate, run_case_file
 from policies.engine import PolicyEngine
 from policies.explain import decision_json, decision_text
 from toolsets.errors import ConfigError
+from toolsets.flags import FLAGS
 
 __all__ = ["main", "register"]
 
@@ -63,6 +64,7 @@ def _call_spec(args: argparse.Namespace) -> CallSpec:
         principal=args.principal,
         roles=args.roles,
         claims=_json_object(args.claims, "--claims") or {},
+        flags=args.flags,
         stage="list" if args.list else "call",
     )
 
@@ -78,9 +80,9 @@ def _explain(args: argparse.Namespace) -> int:
         return _report(exc)
     decision = evaluate(engine, call)
     if args.json:
-        print(json.dumps(decision_json(engine, decision), indent=2))
+        print(json.dumps(decision_json(engine, decision, call.flags), indent=2))
     else:
-        print(decision_text(engine, decision))
+        print(decision_text(engine, decision, call.flags))
     return EXIT_OK
 
 
@@ -118,6 +120,14 @@ def _add_explain(commands: Subparsers) -> None:
         "--role", dest="roles", action="append", default=[], help="caller role (repeatable)"
     )
     explain.add_argument("--claims", help="caller claims as a JSON object")
+    explain.add_argument(
+        "--flag",
+        dest="flags",
+        action="append",
+        default=[],
+        choices=FLAGS,
+        help="a warning flag the tool carries, e.g. injection-marker (repeatable)",
+    )
     explain.add_argument("--list", action="store_true", help="decide listing instead of a call")
     explain.add_argument("--json", action="store_true", help="print JSON")
     explain.set_defaults(func=_explain)

@@ -10,10 +10,19 @@ from policies.model import ApprovalModel, DefaultsModel
 from policies.rules import CompiledRule, compile_rule
 from toolsets.decision import DEFAULT_APPROVAL, EFFECT_RANK, ApprovalOptions, Decision, Effect
 
-__all__ = ["BUILTIN_DEFAULT_EFFECT", "CompiledPolicy", "compile_policy", "resolve_approval"]
+__all__ = [
+    "BUILTIN_DEFAULT_EFFECT",
+    "BUILTIN_HIDE_FLAGGED",
+    "CompiledPolicy",
+    "compile_policy",
+    "resolve_approval",
+]
 
 BUILTIN_DEFAULT_EFFECT: Effect = "ask"
 """The effect when no rule matches and no file declares ``defaults.effect``."""
+
+BUILTIN_HIDE_FLAGGED: frozenset[str] = frozenset({"injection-marker"})
+"""The flags that hide a tool when no file declares ``defaults.hide_flagged``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +34,14 @@ class CompiledPolicy:
         default: The decision when no rule matches (without ``policy_version``).
         version: Hash of the loaded files.
         files: The files, in layer order.
+        hide_flagged: Flags that hide a tool unless a matching rule accepts them.
     """
 
     rules: tuple[CompiledRule, ...]
     default: Decision
     version: str
     files: tuple[str, ...]
+    hide_flagged: frozenset[str] = BUILTIN_HIDE_FLAGGED
 
 
 def resolve_approval(chain: Sequence[ApprovalModel | None]) -> ApprovalOptions:
@@ -66,6 +77,15 @@ def _default_decision(defaults: Sequence[DefaultsModel], approval: ApprovalOptio
     )
 
 
+def _hide_flagged(defaults: Sequence[DefaultsModel]) -> frozenset[str]:
+    """The union of the declared lists (a later file cannot lift an earlier one's), else the
+    built-in set."""
+    declared = [d.hide_flagged for d in defaults if d.hide_flagged is not None]
+    if not declared:
+        return BUILTIN_HIDE_FLAGGED
+    return frozenset(flag for flags in declared for flag in flags)
+
+
 def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
     """Compile validated files; layer order is the order of ``files``."""
     defaults = [f.policy.defaults for f in files if f.policy.defaults is not None]
@@ -84,4 +104,5 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
         default=_default_decision(defaults, resolve_approval(global_approval)),
         version=policy_version(files),
         files=tuple(f.file for f in files),
+        hide_flagged=_hide_flagged(defaults),
     )

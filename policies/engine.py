@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,9 +19,16 @@ from toolsets.context import Principal
 from toolsets.decision import Decision, Effect
 from toolsets.tooldef import ToolDef
 
-__all__ = ["FAIL_CLOSED_MESSAGE", "PolicyEngine"]
+__all__ = ["FAIL_CLOSED_MESSAGE", "FLAG_REASONS", "PolicyEngine"]
 
 FAIL_CLOSED_MESSAGE: Final = "This call was blocked: a policy condition could not be evaluated."
+FLAG_REASONS: Final = {
+    "injection-marker": "the tool's description carries injection markers",
+    "sensitive-path": "the tool's description names sensitive paths",
+    "invisible-characters": "the tool's description holds invisible characters",
+    "long-description": "the tool's description is over-long",
+}
+"""Why a flag hides a tool, in the words a `Decision` reason uses."""
 _DENY_RANK: Final = 3
 _CACHE_LIMIT: Final = 8192
 
@@ -65,6 +72,11 @@ class PolicyEngine:
         return self._compiled.files
 
     @property
+    def hide_flagged(self) -> frozenset[str]:
+        """Flags that hide a tool unless a matching rule lists them in ``accept_flags``."""
+        return self._compiled.hide_flagged
+
+    @property
     def rules(self) -> tuple[CompiledRule, ...]:
         """Every rule, in load order."""
         return self._compiled.rules
@@ -76,6 +88,14 @@ class PolicyEngine:
             KeyError: When there is no such rule.
         """
         return self._rules[rule_id]
+
+    def hiding_flags(
+        self, flags: Iterable[str], matched: Iterable[CompiledRule]
+    ) -> tuple[str, ...]:
+        """The ``flags`` that hide a tool: in ``hide_flagged`` and in the ``accept_flags`` of none
+        of the rules that ``matched`` it (a rule whose condition failed accepts nothing)."""
+        accepted = frozenset(flag for rule in matched for flag in rule.accept_flags)
+        return tuple(f for f in flags if f in self._compiled.hide_flagged and f not in accepted)
 
     def evaluate_visibility(self, tool: ToolDef, principal: Principal) -> Decision:
         """Decide whether ``tool`` is listed for ``principal`` (``hide`` removes it).
@@ -136,9 +156,29 @@ class PolicyEngine:
                 except ConditionError as exc:
                     failures[rule.order] = str(exc)
             matched.append(rule)
-        if failures:
-            return self._fail_closed(matched, failures)
-        return self._decide(tuple(matched))
+        decision = (
+            self._fail_closed(matched, failures) if failures else self._decide(tuple(matched))
+        )
+        if tool.flags and decision.effect != "hide":
+            accepting = [rule for rule in matched if rule.order not in failures]
+            return self._hide_unaccepted(tool.flags, accepting, decision)
+        return decision
+
+    def _hide_unaccepted(
+        self, flags: Sequence[str], matched: Sequence[CompiledRule], decision: Decision
+    ) -> Decision:
+        """``decision``, or ``hide`` (as a default: no rule id) when a flag is not accepted."""
+        hiding = self.hiding_flags(flags, matched)
+        if not hiding:
+            return decision
+        why = "; ".join(FLAG_REASONS.get(flag, f"the tool is flagged {flag!r}") for flag in hiding)
+        reason = (
+            f"{why} (flagged {', '.join(hiding)}: hidden by defaults.hide_flagged; "
+            f"no matching rule lists {'it' if len(hiding) == 1 else 'them'} in accept_flags)"
+        )
+        return dataclasses.replace(
+            decision, effect="hide", rule_id=None, reason=reason, message=None
+        )
 
     def _decide(self, matched: tuple[CompiledRule, ...]) -> Decision:
         if not matched:

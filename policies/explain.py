@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from policies.durations import format_duration
@@ -25,8 +26,29 @@ def _approval_text(approval: ApprovalOptions) -> str:
     )
 
 
-def decision_text(engine: PolicyEngine, decision: Decision) -> str:
-    """A readable explanation: the decision, the winning rule and every matching rule."""
+def _accepting(engine: PolicyEngine, decision: Decision, flag: str) -> list[CompiledRule]:
+    return [r for r in map(engine.rule, decision.matched) if flag in r.accept_flags]
+
+
+def _flag_lines(engine: PolicyEngine, decision: Decision, flags: Sequence[str]) -> list[str]:
+    """One line per flag of the tool: whether it hides the tool, and which rules accept it."""
+    width = max(len(flag) for flag in flags)
+    lines = ["flags:"]
+    for flag in flags:
+        accepting = _accepting(engine, decision, flag)
+        if flag not in engine.hide_flagged:
+            status = "not in defaults.hide_flagged"
+        elif accepting:
+            status = "accepted by " + ", ".join(f"{r.id} ({_where(r)})" for r in accepting)
+        else:
+            status = "hides the tool: in defaults.hide_flagged, no matching rule accepts it"
+        lines.append(f"  {flag:<{width}}  {status}")
+    return lines
+
+
+def decision_text(engine: PolicyEngine, decision: Decision, flags: Sequence[str] = ()) -> str:
+    """A readable explanation: the decision, the winning rule, the tool's ``flags`` (whether
+    each hides it) and every matching rule."""
     winner = engine.rule(decision.rule_id) if decision.rule_id is not None else None
     lines = [
         f"effect:   {decision.effect}",
@@ -39,6 +61,8 @@ def decision_text(engine: PolicyEngine, decision: Decision) -> str:
         lines.append(f"approval: {_approval_text(decision.approval)}")
     if decision.redact:
         lines.append(f"redact:   {', '.join(decision.redact)}")
+    if flags:
+        lines.extend(_flag_lines(engine, decision, flags))
     lines.append("matched:" if decision.matched else "matched:  (no rule)")
     width = max((len(rule_id) for rule_id in decision.matched), default=0)
     for rule_id in decision.matched:
@@ -52,8 +76,11 @@ def _rule_json(rule: CompiledRule) -> dict[str, Any]:
     return {"id": rule.id, "effect": rule.effect, "file": rule.file, "line": rule.line}
 
 
-def decision_json(engine: PolicyEngine, decision: Decision) -> dict[str, Any]:
-    """The decision as JSON-ready data, matched rules with their effect and location."""
+def decision_json(
+    engine: PolicyEngine, decision: Decision, flags: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The decision as JSON-ready data, matched rules with their effect and location, and per
+    flag of the tool whether ``defaults.hide_flagged`` names it and which rules accept it."""
     approval = decision.approval
     return {
         "effect": decision.effect,
@@ -68,6 +95,14 @@ def decision_json(engine: PolicyEngine, decision: Decision) -> dict[str, Any]:
         },
         "matched": [_rule_json(engine.rule(rule_id)) for rule_id in decision.matched],
         "redact": list(decision.redact),
+        "flags": [
+            {
+                "flag": flag,
+                "hide_flagged": flag in engine.hide_flagged,
+                "accepted_by": [rule.id for rule in _accepting(engine, decision, flag)],
+            }
+            for flag in flags
+        ],
         "policy_version": decision.policy_version,
         "files": list(engine.files),
     }

@@ -12,8 +12,9 @@ from policies.cel_conditions import ALLOWED_VARIABLES, condition_problem
 from policies.durations import DURATION_PATTERN, parse_duration
 from policies.matchers import glob_problem, principal_entry_problem
 from toolsets.decision import DecisionKind, Effect
+from toolsets.flags import FLAGS
 
-__all__ = ["ApprovalModel", "DefaultsModel", "PolicyFile", "RuleModel"]
+__all__ = ["ApprovalModel", "DefaultsModel", "FlagName", "PolicyFile", "RuleModel"]
 
 
 def _checked(problem: Any, kind: str) -> Any:
@@ -72,6 +73,22 @@ def _pattern_problem(pattern: str, expected: str) -> Any:
     compiled = re.compile(pattern)
     return lambda value: None if compiled.match(value) else f"invalid {expected}: {value!r}"
 
+
+def _flag_problem(value: str) -> str | None:
+    return None if value in FLAGS else f"unknown flag {value!r} (known: {', '.join(FLAGS)})"
+
+
+FlagName = Annotated[
+    str,
+    _checked(_flag_problem, "flag"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "enum": list(FLAGS),
+            "description": "A warning flag lockgate puts on an upstream tool definition.",
+        }
+    ),
+]
 
 _APPROVER = r"^(caller|role:\S+|user:\S+)$"
 _REDACT = r"^args(\.[^.\s]+)+$"
@@ -135,6 +152,14 @@ class DefaultsModel(_Strict):
     reason: str | None = None
     message: str | None = Field(None, description="What the model reads when refused.")
     approval: ApprovalModel | None = None
+    hide_flagged: list[FlagName] | None = Field(
+        None,
+        description=(
+            "Tools carrying any of these flags are hidden (not listed, calls answered as unknown) "
+            "unless a matching rule lists the flag in accept_flags. Default: [injection-marker]; "
+            "[] hides none. Across layered files the declared lists add up."
+        ),
+    )
 
 
 class RuleModel(_Strict):
@@ -152,6 +177,13 @@ class RuleModel(_Strict):
     message: str | None = Field(None, description="What the model reads when refused.")
     approval: ApprovalModel | None = None
     redact: list[RedactPath] = Field(default_factory=list)
+    accept_flags: list[FlagName] = Field(
+        default_factory=list,
+        description=(
+            "Flags of defaults.hide_flagged that do not hide the tools this rule matches "
+            "(for the callers and conditions it matches)."
+        ),
+    )
 
 
 class PolicyFile(_Strict):

@@ -33,6 +33,7 @@ class CompiledRule:
         when: Condition that must hold; ``unless``: condition that must not hold.
         conditional: Whether it has a ``when`` or ``unless``.
         variables: CEL variables its conditions read; ``needs``: which fields of them.
+        accept_flags: Flags of ``defaults.hide_flagged`` that do not hide the tools it matches.
     """
 
     order: int
@@ -55,6 +56,7 @@ class CompiledRule:
     message: str | None
     approval: ApprovalOptions
     redact: tuple[str, ...]
+    accept_flags: frozenset[str] = frozenset()
 
     @property
     def literal_tools(self) -> tuple[str, ...] | None:
@@ -117,4 +119,5 @@ def compile_rule(
         message=rule.message,
         approval=approval,
         redact=tuple(rule.redact),
+        accept_flags=frozenset(rule.accept_flags),
     )

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 import uvicorn
 import yaml
 from starlette.types import ASGIApp
@@ -91,3 +94,39 @@ def answered(metrics: Metrics, transport: str, *, fast: int, sdk: int) -> Iterat
     yield
     after = path_counts(metrics, transport)
     assert {k: after[k] - before[k] for k in after} == {"fast": fast, "sdk": sdk}
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs (mounting needs root, which the CI machine has)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@contextlib.contextmanager
+def full(disk: Path) -> Iterator[None]:
+    """Fill ``disk`` to the last byte while inside."""
+    filler = disk / "filler"
+    with pytest.raises(OSError, match="No space left on device"):
+        _write_forever(filler)
+    try:
+        yield
+    finally:
+        os.unlink(filler)
+
+
+def _write_forever(path: Path) -> None:
+    with path.open("wb", buffering=0) as out:
+        while True:
+            out.write(b"\0" * 4096)

@@ -44,11 +44,14 @@ class Principal:
         id: Stable identifier, for example ``agent:ci-bot``.
         roles: Roles granted by configuration.
         claims: Extra attributes (token claims) visible to policy conditions.
+        tenant: The partition the principal belongs to, if any: its calls and events are seen
+            only by approvers and subscribers of the same tenant (none sees none's).
     """
 
     id: str
     roles: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict)
+    tenant: str | None = None
 
 
 ANONYMOUS = Principal(id="anonymous")

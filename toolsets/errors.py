@@ -13,6 +13,7 @@ __all__ = [
     "PolicyError",
     "ToolCollisionError",
     "ToolNotFoundError",
+    "ToolQuarantined",
     "UpstreamError",
     "UpstreamRequestError",
 ]
@@ -60,6 +61,17 @@ class ToolNotFoundError(LockgateError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"Unknown tool: {name!r}")
+
+
+class ToolQuarantined(LockgateError):
+    """The tool's definition changed upstream and waits for an approver to accept it."""
+
+    def __init__(self, name: str, fields: list[str]) -> None:
+        self.name = name
+        super().__init__(
+            f"Tool {name!r} is not available: its definition changed upstream "
+            f"({', '.join(fields)}) and waits for review by an approver."
+        )
 
 
 class ToolCollisionError(LockgateError):

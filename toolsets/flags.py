@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
-__all__ = ["MAX_DESCRIPTION", "tool_flags"]
+__all__ = ["FLAGS", "MAX_DESCRIPTION", "Flag", "tool_flags"]
+
+Flag = Literal["injection-marker", "invisible-characters", "long-description", "sensitive-path"]
+"""The warning flags a tool definition may carry."""
+
+FLAGS: Final[tuple[Flag, ...]] = get_args(Flag)
+"""Every flag name, sorted (policies name them in ``hide_flagged`` and ``accept_flags``)."""
 
 MAX_DESCRIPTION: Final = 2000
 """Characters beyond which a description is flagged ``long-description``."""
@@ -44,15 +50,23 @@ def _texts(value: Any) -> Iterator[str]:
             yield from _texts(item)
 
 
+def _revealed(text: str) -> str:
+    """``text`` as a model may read it: tag characters as the ASCII they encode, other
+    invisible characters removed (so a marker split or hidden by them is still found)."""
+    return _INVISIBLE.sub(lambda m: chr(ord(m[0]) - 0xE0000) if ord(m[0]) >= 0xE0020 else "", text)
+
+
 def tool_flags(description: str | None, input_schema: Mapping[str, Any]) -> tuple[str, ...]:
-    """The warning flags of a tool definition, sorted; empty when nothing stands out."""
-    texts = [description or "", *_texts(input_schema)]
-    flags = set()
+    """The warning flags of a tool definition, sorted; empty when nothing stands out. Markers
+    and paths are looked for in the text as written and as revealed (see `_revealed`)."""
+    raw = [description or "", *_texts(input_schema)]
+    texts = raw + [_revealed(text) for text in raw if _INVISIBLE.search(text)]
+    flags: set[Flag] = set()
     if any(_INJECTION.search(text) for text in texts):
         flags.add("injection-marker")
     if any(_SENSITIVE_PATH.search(text) for text in texts):
         flags.add("sensitive-path")
-    if any(_INVISIBLE.search(text) for text in texts):
+    if any(_INVISIBLE.search(text) for text in raw):
         flags.add("invisible-characters")
     if len(description or "") > MAX_DESCRIPTION:
         flags.add("long-description")

@@ -11,6 +11,12 @@ from pydantic import BaseModel
 from toolsets.flags import tool_flags
 from toolsets.prefixed import SEPARATOR
 from toolsets.result import ToolResult
+from toolsets.sanitize import (
+    DEFAULT_MAX_DESCRIPTION,
+    served_annotations,
+    served_schema,
+    served_text,
+)
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
 
 __all__ = [
@@ -26,21 +32,31 @@ GATEWAY_META = "lockgate/"
 """The ``_meta`` keys the gateway owns on the tools it lists; an upstream's are dropped."""
 
 
-def tool_def_from_mcp(tool: types.Tool, *, server: str) -> ToolDef | None:
-    """Our `ToolDef` for an upstream tool, or None (logged) when its name cannot be exposed."""
+def tool_def_from_mcp(
+    tool: types.Tool, *, server: str, max_description: int = DEFAULT_MAX_DESCRIPTION
+) -> ToolDef | None:
+    """Our `ToolDef` for an upstream tool, or None (logged) when its name cannot be exposed.
+
+    Flags are taken from the upstream text as sent; the definition served (and pinned) has its
+    titles and descriptions escaped and cut to ``max_description`` characters (0: no limit), see
+    `toolsets.sanitize`. Names are not rewritten: one outside ``[A-Za-z0-9_-]`` is refused.
+    """
     if not TOOL_NAME_RE.fullmatch(tool.name) or SEPARATOR in tool.name:
         log.warning(
             "server %s: tool %r skipped: name is not [A-Za-z0-9_-]{1,64}", server, tool.name
         )
         return None
     meta = {k: v for k, v in (tool.meta or {}).items() if not k.startswith(GATEWAY_META)}
+    limit = max_description
     return ToolDef(
         name=tool.name,
-        title=tool.title,
-        description=tool.description,
-        input_schema=tool.input_schema,
-        output_schema=tool.output_schema,
-        annotations=_wire(tool.annotations),
+        title=served_text(tool.title, limit) if tool.title is not None else None,
+        description=served_text(tool.description, limit) if tool.description is not None else None,
+        input_schema=served_schema(tool.input_schema, limit),
+        output_schema=served_schema(tool.output_schema, limit)
+        if tool.output_schema is not None
+        else None,
+        annotations=served_annotations(_wire(tool.annotations), limit),
         server=server,
         upstream_name=tool.name,
         flags=tool_flags(tool.description, tool.input_schema),

@@ -22,6 +22,7 @@ from toolsets.context import CallContext
 from toolsets.errors import UpstreamError, UpstreamRequestError
 from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp, tool_result_from_wire
 from toolsets.result import ToolResult
+from toolsets.sanitize import DEFAULT_MAX_DESCRIPTION
 from toolsets.stdio_pipe import DEFAULT_MAX_MESSAGE, TOO_LARGE, StdioPipe
 from toolsets.tooldef import ToolDef
 
@@ -58,6 +59,8 @@ class MCPServerToolset(Toolset):
     connecting and returns at once (`wait_ready` waits for the first outcome), so several upstreams
     connect concurrently. A lost connection is reopened with capped exponential backoff and jitter,
     forever; the catalogue is re-listed after every (re)connect and on ``tools/list_changed``.
+    Titles and descriptions are served escaped and cut to ``max_description`` characters (0: no
+    limit; see `toolsets.sanitize`).
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class MCPServerToolset(Toolset):
         on_status: StatusHandler | None = None,
         max_backoff: float = 30.0,
         max_result_bytes: int = DEFAULT_MAX_MESSAGE,
+        max_description: int = DEFAULT_MAX_DESCRIPTION,
     ) -> None:
         self.name = name
         self._target = target
@@ -82,6 +86,7 @@ class MCPServerToolset(Toolset):
         self._on_status: StatusHandler = on_status or _log_status
         self._max_backoff = max_backoff
         self.max_result_bytes = max_result_bytes
+        self.max_description = max_description
         self.status: UpstreamStatus = "connecting"
         self.detail = ""
         self.protocol_version: str | None = None
@@ -268,7 +273,9 @@ class MCPServerToolset(Toolset):
         while True:
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
-                converted = tool_def_from_mcp(tool, server=self.name)
+                converted = tool_def_from_mcp(
+                    tool, server=self.name, max_description=self.max_description
+                )
                 if converted is not None:
                     tools[converted.name] = converted
                     if converted.flags and converted.name not in self._tools:

@@ -33,7 +33,8 @@ class ToolDef:
         icons: MCP icons in wire form, passed through.
         execution: MCP ``execution`` (``taskSupport``...) in wire form, passed through.
         meta: The upstream's ``_meta`` without the keys the gateway owns (``lockgate/...``).
-        pin: SHA-256 of the canonical JSON of the upstream definition; renaming keeps it.
+        pin: SHA-256 of the canonical JSON of the definition as served (upstream text with
+            invisible characters escaped and over-long text cut); renaming keeps it.
     """
 
     name: str

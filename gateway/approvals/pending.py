@@ -66,6 +66,7 @@ class CallBinding(TypedDict):
     rule_id: str | None
     reason: str
     principal_roles: NotRequired[tuple[str, ...]]
+    tenant: NotRequired[str | None]
 
 
 def _json_copy(value: Any) -> Any:
@@ -142,6 +143,7 @@ class PendingCall:
     retry_after: float | None = None
     delivered: bool = False
     principal_roles: tuple[str, ...] = ()
+    tenant: str | None = None
 
     @classmethod
     def new(
@@ -211,7 +213,7 @@ class PendingCall:
         required = {
             f.name
             for f in fields(cls)
-            if f.name not in MUTABLE_FIELDS and f.name != "principal_roles"
+            if f.name not in MUTABLE_FIELDS and f.name not in {"principal_roles", "tenant"}
         }
         if unknown := set(data) - names:
             raise ValueError(f"Unknown pending-call keys: {sorted(unknown)}")

@@ -64,7 +64,9 @@ class Recorder(Protocol):
 
 def _origin(call: PendingCall) -> CallContext:
     return CallContext(
-        principal=Principal(id=call.principal), session_id=call.session_id, call_id=call.call_id
+        principal=Principal(id=call.principal, tenant=call.tenant),
+        session_id=call.session_id,
+        call_id=call.call_id,
     )
 
 
@@ -74,6 +76,8 @@ def may_decide(call: PendingCall, who: Principal, *, as_caller: bool) -> bool:
     A rule naming only ``caller`` still lets any configured approver decide: that is the
     fallback channel when the caller's client cannot be asked (no elicitation capability).
     """
+    if who.tenant != call.tenant:  # tenants are partitioned outright
+        return False
     if as_caller:
         return "caller" in call.approvers and who.id == call.principal
     named = [a for a in call.approvers if a != "caller"]
@@ -88,6 +92,8 @@ def may_decide(call: PendingCall, who: Principal, *, as_caller: bool) -> bool:
 def may_see(call: PendingCall, who: Principal) -> bool:
     """Whether an approver or worker ``who`` may see ``call``: the approvals it may decide, and
     every external call (any worker or approver may post its result)."""
+    if who.tenant != call.tenant:
+        return False
     return call.kind == "external" or may_decide(call, who, as_caller=False)
 
 
@@ -156,6 +162,7 @@ class ApprovalService:
             rule_id=decision.rule_id,
             reason=decision.reason,
             principal_roles=tuple(sorted(ctx.principal.roles)),
+            tenant=ctx.principal.tenant,
         )
         call = await self.store.create(call)  # durable before anyone is told
         await self._announce(call, requested(call, tool, ctx, args, decision))
@@ -335,7 +342,9 @@ class ApprovalService:
             self._validators.check(tool, args)
         except ArgumentsInvalid as exc:
             raise DecisionRefused(str(exc)) from None
-        principal = Principal(id=call.principal, roles=frozenset(call.principal_roles))
+        principal = Principal(
+            id=call.principal, roles=frozenset(call.principal_roles), tenant=call.tenant
+        )
         again = self.policy.current.evaluate_call(tool, args, principal, None)
         if again.effect in {"deny", "hide"}:
             raise DecisionRefused(f"the policy refuses the edited arguments: {again.reason}")

@@ -8,8 +8,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 import anyio.to_thread
@@ -18,32 +17,14 @@ from gateway.approvals._query import Query
 from gateway.approvals._transitions import Plan, Step
 from gateway.approvals.errors import PendingNotFound, PendingStoreError
 from gateway.approvals.pending import PendingCall
+from gateway.approvals.sqlite_schema import immediate, open_database
 from gateway.approvals.store import PendingListener, PendingStore
 from toolsets.canonical import canonical_json
 
-__all__ = ["SCHEMA_VERSION", "SQLitePendingStore"]
+__all__ = ["SQLitePendingStore"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION: Final = 1
-"""Stored in ``PRAGMA user_version``; a file with a newer version is refused."""
-
-# The full record is one canonical JSON text (args and result included); the other columns
-# are copies of fields that queries filter on, written from the record in one place.
-_SCHEMA: Final = (
-    """CREATE TABLE pending_calls (
-        id TEXT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL,
-        principal TEXT NOT NULL, session_id TEXT, tool TEXT NOT NULL,
-        args_sha256 TEXT NOT NULL, delivered INTEGER NOT NULL,
-        created_at REAL NOT NULL, expires_at REAL NOT NULL, updated_at REAL NOT NULL,
-        record TEXT NOT NULL)""",
-    "CREATE INDEX pending_calls_by_state ON pending_calls (state, expires_at)",
-    "CREATE INDEX pending_calls_by_call ON pending_calls (principal, tool, args_sha256)",
-    "CREATE INDEX pending_calls_by_created ON pending_calls (created_at)",
-    "CREATE TABLE used_nonces (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL)",
-    "CREATE INDEX used_nonces_by_expiry ON used_nonces (expires_at)",
-    f"PRAGMA user_version = {SCHEMA_VERSION}",
-)
 _INSERT: Final = (
     "INSERT INTO pending_calls (id, kind, state, principal, session_id, tool, args_sha256,"
     " delivered, created_at, expires_at, updated_at, record) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -71,46 +52,6 @@ def _decode(record: str) -> PendingCall:
         return PendingCall.from_json(json.loads(record))
     except (ValueError, TypeError) as exc:
         raise PendingStoreError(f"Corrupt pending-call record: {exc}") from exc
-
-
-@contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction that takes the database write lock up front (no upgrade deadlocks)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _migrate(conn: sqlite3.Connection, path: str) -> None:
-    with _immediate(conn):
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise PendingStoreError(
-                f"Pending store {path!r} has schema version {version}; this lockgate reads"
-                f" up to {SCHEMA_VERSION}"
-            )
-        if version == 0:
-            for statement in _SCHEMA:
-                conn.execute(statement)
-
-
-def _open(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        _migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise PendingStoreError(f"Cannot open pending store {path!r}: {exc}") from exc
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def _select(query: Query) -> tuple[str, builtins.list[Any]]:
@@ -196,7 +137,7 @@ class SQLitePendingStore(PendingStore):
         def update(conn: sqlite3.Connection) -> Step:
             # The IMMEDIATE transaction holds the write lock from the read to the write, so the
             # plan sees the state it replaces: this read-decide-write is the compare-and-set.
-            with _immediate(conn):
+            with immediate(conn):
                 row = conn.execute(
                     "SELECT record FROM pending_calls WHERE id = ?", (id,)
                 ).fetchone()
@@ -216,7 +157,7 @@ class SQLitePendingStore(PendingStore):
         now = self._clock()
 
         def consume(conn: sqlite3.Connection) -> bool:
-            with _immediate(conn):
+            with immediate(conn):
                 conn.execute("DELETE FROM used_nonces WHERE expires_at < ?", (now,))
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO used_nonces (nonce, expires_at) VALUES (?, ?)",
@@ -244,7 +185,7 @@ class SQLitePendingStore(PendingStore):
                 if self._closed:
                     raise PendingStoreError(f"Pending store {self._path!r} is closed")
                 if self._conn is None:
-                    self._conn = _open(self._path)
+                    self._conn = open_database(self._path)
                 return work(self._conn)
 
         return await anyio.to_thread.run_sync(locked)

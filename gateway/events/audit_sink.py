@@ -9,6 +9,7 @@ from typing import Final, Self
 
 import anyio
 
+from gateway.events import types as event_types
 from gateway.events._tasks import ConsumerTasks
 from gateway.events.audit import AuditLog
 from gateway.events.bus import EventBus, Subscription
@@ -28,9 +29,15 @@ AUDITED: Final = (
     "tool.denied",
     "tool.approval.*",
     "tool.deferred",
+    "tool.pin_*",
     "lockgate.gap",
 )
 """What `AuditSink` logs by default (a gap entry shows where events were lost)."""
+RETRY_FIRST: Final = 0.2
+"""Seconds before the first retry of a failed write; doubles up to `RETRY_MAX`."""
+RETRY_MAX: Final = 10.0
+DRAIN_TIMEOUT: Final = 5.0
+"""Seconds the sink keeps trying to write what it holds when the gateway stops."""
 
 
 class AuditSink:
@@ -39,6 +46,10 @@ class AuditSink:
     Events are group-committed: after an event the sink waits `LINGER` for others to join its
     transaction, and writes without waiting for fsync (see `AuditLog.append_events`); plain call
     events survive a crash of the process and reach the disk with the next durable write.
+
+    A failed write is retried with backoff (new events join the retry) until the log takes it;
+    nothing is dropped silently: beyond ``buffer`` held events the oldest are dropped, and a
+    ``lockgate.gap`` entry with the count is written with the next batch that succeeds.
 
     Decisions that must be on disk before they take effect (ask, deny, defer, approvals) go
     through `write_through`: everything the sink holds is written first, then the decision, in
@@ -60,10 +71,11 @@ class AuditSink:
         patterns: Sequence[str] = AUDITED,
         buffer: int = 10_000,
     ) -> None:
-        self._tasks = ConsumerTasks(bus)
+        self._tasks = ConsumerTasks(bus, drain_timeout=DRAIN_TIMEOUT)
         self._log, self._patterns, self._buffer = log, patterns, buffer
         self._subscription: Subscription | None = None
         self._held: list[Event] = []
+        self._dropped = 0
         self._writing = anyio.Lock()
 
     async def __aenter__(self) -> Self:
@@ -77,7 +89,15 @@ class AuditSink:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        return await self._tasks.__aexit__(exc_type, exc, tb)
+        await self._tasks.__aexit__(exc_type, exc, tb)
+        if self._held or self._dropped:
+            logger.error(
+                "audit log %s: %d entries could not be written before shutdown (%d dropped before)",
+                self.path,
+                len(self._held),
+                self._dropped,
+            )
+        return None
 
     @property
     def path(self) -> str:
@@ -97,10 +117,28 @@ class AuditSink:
         async for event in subscription:
             self._held.append(event)
             await anyio.sleep(LINGER)
+            await self._write_held()
+
+    async def _write_held(self) -> None:
+        """Write what the sink holds, retrying with backoff until the log takes it."""
+        delay = RETRY_FIRST
+        while True:
             try:
                 await self._flush([], durable=False)
-            except Exception:
-                logger.exception("audit entries not written")
+            except Exception as exc:
+                logger.error(
+                    "audit log %s not written (%r); %d entries held, retrying in %.1f s",
+                    self.path,
+                    exc,
+                    len(self._held),
+                    delay,
+                )
+                await anyio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+            else:
+                if delay > RETRY_FIRST:
+                    logger.warning("audit log %s written again", self.path)
+                return
 
     async def _flush(self, extra: list[Event], *, durable: bool) -> None:
         async with self._writing:
@@ -108,8 +146,19 @@ class AuditSink:
             held, self._held = [*self._held, *queued], []
             if not (held or extra):
                 return
+            gap = [event_types.gap(self._dropped)] if self._dropped else []
             try:
-                await self._log.append_events([*held, *extra], durable=durable)
+                await self._log.append_events([*gap, *held, *extra], durable=durable)
             except BaseException:
                 self._held[:0] = held  # kept for the next attempt, in order
+                self._bound()
                 raise
+            self._dropped = 0
+
+    def _bound(self) -> None:
+        """Keep at most ``buffer`` held events; count the oldest dropped for a gap entry."""
+        excess = len(self._held) - self._buffer
+        if excess > 0:
+            del self._held[:excess]
+            self._dropped += excess
+            logger.error("audit log %s: %d entries dropped (disk full?)", self.path, excess)

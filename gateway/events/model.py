@@ -32,6 +32,8 @@ EventType = Literal[
     "tool.approval.resolved",
     "tool.deferred",
     "tools.changed",
+    "tool.pin_changed",
+    "tool.pin_accepted",
     "upstream.status",
     "lockgate.gap",
     "lockgate.reset",

@@ -25,6 +25,8 @@ __all__ = [
     "approval_requested",
     "approval_resolved",
     "gap",
+    "pin_accepted",
+    "pin_changed",
     "reset",
     "response_data",
     "tool_call",
@@ -63,7 +65,7 @@ ALLOW = SimpleDecision("allow")
 
 
 def _call(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
-    return {
+    data = {
         "call_id": ctx.call_id,
         "tool": tool.name,
         "server": tool.server,
@@ -71,6 +73,9 @@ def _call(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
         "principal": ctx.principal.id,
         "session_id": ctx.session_id,
     }
+    if ctx.principal.tenant is not None:
+        data["tenant"] = ctx.principal.tenant
+    return data
 
 
 def _decision(decision: DecisionLike) -> dict[str, Any]:
@@ -205,6 +210,17 @@ def tools_changed(
         return None
     data = {"server": server, "added": added, "removed": removed, "changed": changed}
     return Event(type="tools.changed", data=data)
+
+
+def pin_changed(record: Mapping[str, Any], action: str) -> Event:
+    """``tool.pin_changed``: a served definition differs from its pin; ``action`` is what
+    ``pins.on_change`` did (``quarantine``, ``warn``, ``accept``); ``diff`` shows the change."""
+    return Event(type="tool.pin_changed", data={**record, "action": action})
+
+
+def pin_accepted(record: Mapping[str, Any], by: str) -> Event:
+    """``tool.pin_accepted``: an approver accepted a quarantined definition."""
+    return Event(type="tool.pin_accepted", data={**record, "by": by})
 
 
 def upstream_status(server: str, status: UpstreamState, *, error: str | None = None) -> Event:

@@ -75,11 +75,44 @@ async function decide(node, id, decision) {
   } catch (e) { showError("Decision not taken: " + e.message); }
 }
 
+// Changed tool definitions in quarantine (only approvers named by pins.approvers see any).
+let shownPins = "";
+
+async function refreshPins() {
+  const data = await api("/api/pins");
+  const key = data.items.map((p) => p.name + "@" + p.changed_pin).join(",");
+  if (key === shownPins) return;
+  const details = await Promise.all(
+    data.items.map((p) => api("/api/pins/" + encodeURIComponent(p.name))));
+  shownPins = key;
+  $("pins").hidden = details.length === 0;
+  $("pin-list").replaceChildren(...details.map(pinItem));
+}
+
+function pinItem(pin) {
+  const node = $("pin-template").content.firstElementChild.cloneNode(true);
+  node.dataset.name = pin.name;
+  node.querySelector(".name").textContent = visible(pin.name);
+  node.querySelector(".fields").textContent = "changed: " + pin.fields.join(", ");
+  node.querySelector(".diff").textContent = visible(pin.diff);
+  node.querySelector(".accept").addEventListener("click", async () => {
+    try {
+      await api("/api/pins/" + encodeURIComponent(pin.name) + "/accept",
+        { method: "POST", body: JSON.stringify({ pin: pin.changed_pin }) });
+      showError("");
+      node.remove();
+      $("pins").hidden = $("pin-list").children.length === 0;
+    } catch (e) { showError("Definition not accepted: " + e.message); }
+  });
+  return node;
+}
+
 async function refresh() {
   if (!token()) return;
   try {
     const data = await api("/api/approvals?state=pending");
     render(data.items);
+    await refreshPins();
     showError("");
     $("status").textContent = "Signed in";
   } catch (e) {
@@ -97,6 +130,9 @@ function signOut() {
   sessionStorage.removeItem(KEY);
   signedIn(false);
   $("calls").replaceChildren();
+  $("pin-list").replaceChildren();
+  $("pins").hidden = true;
+  shownPins = "";
 }
 
 document.addEventListener("DOMContentLoaded", () => {

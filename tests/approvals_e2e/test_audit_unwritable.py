@@ -4,15 +4,11 @@ refused naming the cause, and once space returns the call is decided and runs ex
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
-from support import write_config
+from support import full, write_config
 
 from gateway.gateway import Gateway
 from toolsets import Principal
@@ -35,42 +31,6 @@ def act(what: str) -> str:
     """Do something that needs an approval."""
     RUNS.append(what)
     return f"did {what}"
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs (mounting needs root, which the CI machine has)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
-@contextlib.contextmanager
-def full(disk: Path) -> Iterator[None]:
-    """Fill ``disk`` to the last byte while inside."""
-    filler = disk / "filler"
-    with pytest.raises(OSError, match="No space left on device"):
-        _write_forever(filler)
-    try:
-        yield
-    finally:
-        os.unlink(filler)
-
-
-def _write_forever(path: Path) -> None:
-    with path.open("wb", buffering=0) as out:
-        while True:
-            out.write(b"\0" * 4096)
 
 
 async def test_a_decision_that_cannot_be_recorded_fails_and_nothing_runs(

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from support import full
 
 from gateway.cli_events import main, register
-from gateway.events import EventBus
+from gateway.events import Event, EventBus
 from gateway.events.audit import GENESIS, AuditLog, anchor_path, read_tail
 from gateway.events.audit_sink import AuditSink
 from gateway.events.audit_verify import verify
@@ -203,3 +204,23 @@ async def test_cli_verify_as_a_subprocess(tmp_path: Path) -> None:
     assert broken.returncode == 1
     assert b"entry 5" in broken.stderr
     assert b"Traceback" not in broken.stderr
+
+
+async def test_entries_the_disk_refused_are_written_once_space_returns(
+    tmp_path: Path, small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bus = EventBus("test")
+    path = small_disk / "audit.db"
+    async with AuditLog(path) as log, AuditSink(bus, log):
+        with full(small_disk):
+            for n in range(3):
+                bus.publish(Event(type="tool.call", data={"n": n}))
+            with anyio.fail_after(10):
+                while "retrying" not in caplog.text:
+                    await anyio.sleep(0.05)
+        # Nothing new is published: the held entries are retried on their own.
+        with anyio.fail_after(20):
+            while len(await log.tail(10)) < 3:
+                await anyio.sleep(0.1)
+        assert [e.body["data"]["n"] for e in await log.tail(10)] == [0, 1, 2]
+    assert "could not be written before shutdown" not in caplog.text

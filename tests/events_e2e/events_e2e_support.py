@@ -334,3 +334,45 @@ async def observed(transport: str, mode: str, directory: Path) -> AsyncIterator[
 
             client = await stack.enter_async_context(stdio_client(config, mode))
         yield Observed(config, client, receiver, count, seen)
+
+
+class Seen(list[dict[str, Any]]):
+    """The events a stream delivered so far; `until` waits for a condition on them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._more = anyio.Event()
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.append(event)
+        self._more.set()
+        self._more = anyio.Event()
+
+    async def until(self, condition: Callable[[list[dict[str, Any]]], bool]) -> None:
+        while not condition(self):
+            await self._more.wait()
+
+
+@contextlib.asynccontextmanager
+async def watching(base: str, token: str) -> AsyncIterator[Seen]:
+    """Events of the stream ``token`` reads, collected while inside."""
+    seen = Seen()
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(base_url=base, timeout=30) as http,
+        anyio.create_task_group() as tg,
+    ):
+        started = anyio.Event()
+
+        async def read() -> None:
+            async with http.stream("GET", "/api/events", headers=headers) as response:
+                assert response.status_code == 200
+                started.set()
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        seen.add(json.loads(line.removeprefix("data: ")))
+
+        tg.start_soon(read)
+        await started.wait()
+        yield seen
+        tg.cancel_scope.cancel()

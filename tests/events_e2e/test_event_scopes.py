@@ -3,14 +3,11 @@ lets through; an approver sees the held calls it may decide, and nothing of anyo
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
+from events_e2e_support import watching
 from support import serve_asgi, write_config
 
 from gateway.gateway import Gateway
@@ -79,48 +76,6 @@ def config(tmp_path: Path) -> Path:
         approvals={"store": "memory"},
         auth=auth,
     )
-
-
-class Seen(list[dict[str, Any]]):
-    """The events a stream delivered so far; `until` waits for a condition on them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._more = anyio.Event()
-
-    def add(self, event: dict[str, Any]) -> None:
-        self.append(event)
-        self._more.set()
-        self._more = anyio.Event()
-
-    async def until(self, condition: Callable[[list[dict[str, Any]]], bool]) -> None:
-        while not condition(self):
-            await self._more.wait()
-
-
-@contextlib.asynccontextmanager
-async def watching(base: str, token: str) -> AsyncIterator[Seen]:
-    """Events of the stream ``token`` reads, collected while inside."""
-    seen = Seen()
-    headers = {"Authorization": f"Bearer {token}"}
-    async with (
-        httpx2.AsyncClient(base_url=base, timeout=30) as http,
-        anyio.create_task_group() as tg,
-    ):
-        started = anyio.Event()
-
-        async def read() -> None:
-            async with http.stream("GET", "/api/events", headers=headers) as response:
-                assert response.status_code == 200
-                started.set()
-                async for line in response.aiter_lines():
-                    if line.startswith("data: "):
-                        seen.add(json.loads(line.removeprefix("data: ")))
-
-        tg.start_soon(read)
-        await started.wait()
-        yield seen
-        tg.cancel_scope.cancel()
 
 
 async def test_subscribers_and_approvers_see_only_their_events(tmp_path: Path) -> None:

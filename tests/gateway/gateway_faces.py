@@ -38,6 +38,7 @@ ECHO_TOOLS = frozenset(
         "weather",
         "flood_list_changed",
         "lists_served",
+        "rug_pull",
     }
 )
 DOWNSTREAM_AUTHORIZATION = "Bearer downstream-client-secret"

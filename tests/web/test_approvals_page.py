@@ -141,3 +141,24 @@ async def test_the_page_refuses_framing_and_a_wrong_token_sees_nothing(
     await page.click("#login button")
     await expect(page.locator("#error")).to_contain_text("401")
     await expect(page.locator("#login")).to_be_visible()
+
+
+async def test_an_approver_sees_a_changed_tool_definition_and_accepts_it(
+    served: tuple[str, Gateway], browser: Browser
+) -> None:
+    url, gateway = served
+    async with gateway.events.subscribe(["tool.pin_changed"]) as changes:
+        await gateway.call_tool("e__rug_pull", {"part": "schema"})
+        with anyio.fail_after(15):
+            await anext(changes)
+    assert "e__weather" not in await gateway.tools()
+    page = await browser.new_page()
+    await _sign_in(page, url)
+    item = page.locator("li.pin-change")
+    await expect(item).to_have_count(1, timeout=15_000)
+    await expect(item.locator(".name")).to_have_text("e__weather")
+    await expect(item.locator(".fields")).to_have_text("changed: inputSchema")
+    await expect(item.locator(".diff")).to_contain_text('+      "home_address"')
+    await item.locator("button.accept").click()
+    await expect(item).to_have_count(0)
+    assert "e__weather" in await gateway.tools()

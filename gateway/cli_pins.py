@@ -1,0 +1,87 @@
+"""``lockgate pins ...``: approvers review changed tool definitions on a running gateway."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from gateway.cli_approvals import api_request, connection_options
+
+__all__ = ["register"]
+
+COLUMNS = ("TOOL", "STATE", "CHANGED", "FIELDS", "PIN")
+
+
+def _when(seconds: float | None) -> str:
+    return "-" if seconds is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _table(pins: list[dict[str, Any]]) -> list[str]:
+    rows = [COLUMNS] + [
+        (
+            p["name"],
+            p["state"],
+            _when(p["changed_at"]),
+            ",".join(p["fields"]) or "-",
+            (p["changed_pin"] or p["pin"])[:16],
+        )
+        for p in pins
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    cells = (zip(row, widths, strict=True) for row in rows)
+    return ["  ".join(c.ljust(w) for c, w in line).rstrip() for line in cells]
+
+
+def _list(args: argparse.Namespace) -> int:
+    data = api_request(args, "GET", "/api/pins" + ("?all=true" if args.all else ""))
+    if args.json:
+        print(json.dumps(data["items"], indent=2))
+    elif not data["items"]:
+        print("no tool definitions" if args.all else "no changed tool definitions in quarantine")
+    else:
+        print("\n".join(_table(data["items"])))
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    pin = api_request(args, "GET", f"/api/pins/{args.tool}")
+    if args.json:
+        print(json.dumps(pin, indent=2))
+    elif pin["state"] != "quarantined":
+        print(f"{pin['name']}: no change in quarantine (pin {pin['pin']})")
+    else:
+        print(f"{pin['name']} ({pin['server']}/{pin['tool']}): {', '.join(pin['fields'])} changed")
+        print(pin["diff"])
+        print(f"accept with: lockgate pins accept {pin['name']} --pin {pin['changed_pin']}")
+    return 0
+
+
+def _accept(args: argparse.Namespace) -> int:
+    body = {"pin": args.pin}  # what the approver reviewed: a newer change is refused (409)
+    accepted = api_request(args, "POST", f"/api/pins/{args.tool}/accept", body)
+    print(f"{accepted['name']}: definition {accepted['pin'][:16]} accepted")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``pins list|diff|accept``."""
+    pins = subparsers.add_parser("pins", help="review and accept changed tool definitions")
+    commands = pins.add_subparsers(dest="pins_command", required=True, metavar="ACTION")
+    listing = commands.add_parser("list", help="tools whose definition changed (in quarantine)")
+    listing.add_argument("--all", action="store_true", help="every pinned tool")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=_list)
+    diff = commands.add_parser("diff", help="what changed in one tool's definition")
+    diff.add_argument("tool")
+    diff.add_argument("--json", action="store_true", help="both definitions and the diff")
+    diff.set_defaults(func=_diff)
+    accept = commands.add_parser("accept", help="serve a changed definition from now on")
+    accept.add_argument("tool")
+    accept.add_argument(
+        "--pin", required=True, help="the changed pin you reviewed (`lockgate pins diff` shows it)"
+    )
+    accept.set_defaults(func=_accept)
+    for sub in (listing, diff, accept):
+        connection_options(sub)

@@ -1,0 +1,103 @@
+"""Where tool pins are kept: beside the pending calls, in the same backend.
+
+`MemoryPinStore` goes with the memory pending store (pins last as long as the process);
+`SQLitePinStore` uses the pending store's SQLite file (table ``tool_pins``), so a definition
+changed while the gateway was down is caught at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio.to_thread
+
+from gateway.approvals.sqlite_schema import open_database
+from gateway.pins.record import PinRecord
+from toolsets.canonical import canonical_json
+
+__all__ = ["MemoryPinStore", "PinStore", "SQLitePinStore"]
+
+T = TypeVar("T")
+
+
+class PinStore(ABC):
+    """Loads every pin once and writes each change through."""
+
+    @abstractmethod
+    async def load(self) -> list[PinRecord]:
+        """Every pin on record."""
+
+    @abstractmethod
+    async def save(self, record: PinRecord) -> None:
+        """Insert or replace the pin of ``record.key``; durable when it returns."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release the backend."""
+
+
+class MemoryPinStore(PinStore):
+    """Pins in memory (lost with the process)."""
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[str, str], PinRecord] = {}
+
+    async def load(self) -> list[PinRecord]:
+        return list(self._records.values())
+
+    async def save(self, record: PinRecord) -> None:
+        self._records[record.key] = record
+
+    async def close(self) -> None:
+        return None
+
+
+class SQLitePinStore(PinStore):
+    """Pins in the gateway's SQLite file, one row per upstream tool (its record as JSON)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    async def load(self) -> list[PinRecord]:
+        def load(conn: sqlite3.Connection) -> list[PinRecord]:
+            rows = conn.execute("SELECT record FROM tool_pins ORDER BY server, tool")
+            return [PinRecord.from_row(json.loads(record)) for (record,) in rows]
+
+        return await self._run(load)
+
+    async def save(self, record: PinRecord) -> None:
+        text = canonical_json(record.to_row()).decode()
+
+        def save(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO tool_pins (server, tool, record) VALUES (?, ?, ?)",
+                (record.server, record.tool, text),
+            )
+
+        await self._run(save)
+
+    async def close(self) -> None:
+        def close() -> None:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await anyio.to_thread.run_sync(close)
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                if self._conn is None:
+                    self._conn = open_database(self._path)
+                return work(self._conn)
+
+        return await anyio.to_thread.run_sync(locked)
