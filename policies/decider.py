@@ -50,7 +50,7 @@ class PolicyDecider:
     def visibility_key(self, ctx: CallContext) -> Hashable:
         """Contexts with equal keys see the same tools (`visible` reads nothing else)."""
         principal = ctx.principal
-        return (principal.id, principal.roles, self.policy.current.version)
+        return (principal.id, principal.roles, principal.tenant, self.policy.current.version)
 
     def _session(self, ctx: CallContext) -> SessionState:
         key = f"{ctx.principal.id}:{ctx.session_id or ''}"
