@@ -22,7 +22,16 @@ from gateway.mcp_errors import mcp_error
 from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
 from toolsets.result import ToolResult
 
-__all__ = ["HOLD_META", "CallHandler", "CallOutcome", "ToolCallRequest", "max_hold_of"]
+__all__ = [
+    "HOLD_META",
+    "SESSION_HEADER",
+    "SESSION_META",
+    "CallHandler",
+    "CallOutcome",
+    "ToolCallRequest",
+    "max_hold_of",
+    "session_of",
+]
 
 CallOutcome = ToolResult | types.InputRequiredResult | ErrorData
 """A result, a question for a 2026-07-28 caller, or a JSON-RPC error."""
@@ -37,11 +46,24 @@ class ToolCallRequest:
     request_state: str | None = None
     input_responses: Mapping[str, Any] | None = None
     max_hold: float | None = None
+    session: str | None = None
 
 
 HOLD_META = "lockgate/hold"
 """A ``tools/call`` ``_meta`` key: the most seconds the caller waits for a held call's decision
 before it is answered "pending" (a number, at least 0; anything else is ignored)."""
+
+
+SESSION_META = "lockgate/session"
+"""A request ``_meta`` key: the session a 2026-07-28 caller's requests belong to (policy session
+state); a 2025-11-25 session's own id wins. `SESSION_HEADER` says the same over HTTP."""
+SESSION_HEADER = "lockgate-session"
+
+
+def session_of(meta: Mapping[str, Any] | None) -> str | None:
+    """The caller's session key from a request's ``_meta`` (see `SESSION_META`)."""
+    value = meta.get(SESSION_META) if meta else None
+    return value if isinstance(value, str) and 0 < len(value) <= 200 else None
 
 
 def max_hold_of(meta: Mapping[str, Any] | None) -> float | None:
@@ -76,7 +98,7 @@ class CallHandler:
         """
         ctx = CallContext(
             principal=principal,
-            session_id=session_id,
+            session_id=session_id if session_id is not None else request.session,
             client=client,
             progress=progress,
             elicit=elicit,

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from gateway import cli_approvals, cli_events, cli_pins
+from gateway import cli_approvals, cli_events, cli_pins, cli_replay
 from gateway.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_approvals.register(commands)
     cli_pins.register(commands)
     cli_events.register(commands)
-    policy_cli.register(commands)
+    policy_cli.register(commands, extra=[cli_replay.register])
     return parser
 
 

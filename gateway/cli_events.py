@@ -109,6 +109,12 @@ def _summary(kind: str, data: Mapping[str, Any]) -> str:
     parts: list[str] = []
     if isinstance(decision, Mapping):
         parts.append(f"{decision.get('effect')}/{decision.get('rule_id') or 'default'}")
+        shadow = decision.get("shadow") or []
+        if isinstance(shadow, list) and shadow:
+            matches = (
+                f"{m.get('effect')}/{m.get('rule_id')}" for m in shadow if isinstance(m, dict)
+            )
+            parts.append(f"shadow={','.join(matches)}")
     elif decision is not None:
         parts.append(f"{decision} by {data.get('decided_by')} via {data.get('channel')}")
     for key in ("status", "missed", "duration_ms", "message", "approval_id"):

@@ -25,9 +25,12 @@ from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder
 from gateway.external import EXTERNAL_SERVER, external_toolset
+from gateway.group_loaders import GroupLoaders
 from gateway.metrics import Metrics
 from gateway.pins import MemoryPinStore, PinStore, SQLitePinStore, ToolPins
 from gateway.refusals import Refusals
+from gateway.sessions.book import SessionBook
+from gateway.sessions.store import MemorySessionStore, SQLiteSessionStore
 from gateway.upstreams import build_upstream
 from policies import PolicyDecider, PolicyEngine, PolicyHolder
 from toolsets.abstract import ToolsChangedHandler, Toolset
@@ -36,7 +39,7 @@ from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
 from toolsets.errors import ConfigError, ConfigIssue, LockgateError
 from toolsets.events import EventsToolset
-from toolsets.filtered import FilteredToolset, ToolFilter
+from toolsets.filtered import FilteredToolset
 from toolsets.function import FunctionTool, FunctionToolset, import_function
 from toolsets.mcp_server import MCPServerToolset, StatusHandler
 from toolsets.pinned import PinnedToolset
@@ -63,8 +66,9 @@ class Parts:
     sealer: RequestStateSealer
     combined: CombinedToolset
     pins: ToolPins
+    sessions: SessionBook
     served: Toolset
-    visible: ToolFilter
+    decider: PolicyDecider
     upstreams: dict[str, MCPServerToolset]
     root: Toolset
 
@@ -107,6 +111,13 @@ def _pin_store(config: GatewayConfig) -> PinStore:
     if config.approvals.store == "memory":
         return MemoryPinStore()
     return SQLitePinStore(config.resolve(config.approvals.path))
+
+
+def _sessions(config: GatewayConfig) -> SessionBook:
+    """Session state lives beside the pending calls: in memory, or in the same SQLite file."""
+    if config.approvals.store == "memory":
+        return SessionBook(MemorySessionStore())
+    return SessionBook(SQLiteSessionStore(config.resolve(config.approvals.path)))
 
 
 def _pins(config: GatewayConfig, recorder: Recorder, servers: Sequence[str]) -> ToolPins:
@@ -179,19 +190,21 @@ def _chain(
     bus: EventBus,
     approvals: ApprovalService,
     validators: SchemaValidators,
-) -> tuple[Toolset, ToolFilter]:
+    *,
+    sessions: SessionBook,
+) -> tuple[Toolset, PolicyDecider]:
     """The call chain over ``served``, and its hide predicate; each step is one wrapper in
     ``toolsets/``, and the order below is the order a call passes them (docs/architecture.md)."""
     refuse = Refusals(approvals.record)
     held = HeldCalls(approvals, refuse, progress_interval=config.approvals.progress_interval)
-    decider = PolicyDecider(approvals.policy, deferred_servers=frozenset({EXTERNAL_SERVER}))
+    decider = PolicyDecider(
+        approvals.policy, sessions, deferred_servers=frozenset({EXTERNAL_SERVER})
+    )
     chain: Toolset = EventsToolset(served, BusObserver(bus))
     chain = ApprovalRequiredToolset(chain, held)
     chain = PolicyToolset(chain, decider, refuse)
     chain = ValidatingToolset(chain, validators)
-    return FilteredToolset(
-        chain, decider.visible, cache_key=decider.visibility_key
-    ), decider.visible
+    return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
 
 
 def compose(
@@ -205,12 +218,13 @@ def compose(
     """Build (but do not start) the gateway's parts from ``config``; ``warm_up`` waits, the first
     time, for upstreams still making their first connection (see `Gateway.tools`)."""
     upstreams: dict[str, MCPServerToolset] = {}
-    combined = CombinedToolset([*_children(config, on_changed, on_status, upstreams), *extra])
+    policy, sessions = _policy(config), _sessions(config)
+    children = _children(config, on_changed, on_status, upstreams)
+    combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
     bus = EventBus(config.id, ring_size=config.events.ring_size)
     audit = _audit(config)
     audit_sink = AuditSink(bus, audit) if audit is not None else None
     recorder = Recorder(bus, audit_sink)
-    policy = _policy(config)
     expiries = _Expiries()
     store = _store(config, expiries)
     pins = _pins(config, recorder, list(upstreams))
@@ -227,10 +241,11 @@ def compose(
         catalogue=catalogue,
         record=recorder.record,
         validators=validators,
+        sessions=sessions,
         max_pending=config.approvals.max_pending_per_principal,
     )
     expiries.service = approvals
-    root, visible = _chain(config, served, bus, approvals, validators)
+    root, decider = _chain(config, served, bus, approvals, validators, sessions=sessions)
     return Parts(
         bus=bus,
         recorder=recorder,
@@ -243,8 +258,9 @@ def compose(
         sealer=_sealer(config),
         combined=combined,
         pins=pins,
+        sessions=sessions,
         served=served,
-        visible=visible,
+        decider=decider,
         upstreams=upstreams,
         root=root,
     )

@@ -17,15 +17,16 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types import ErrorData
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from gateway.caller_approval import elicit_callback
-from gateway.calls import CallHandler, ToolCallRequest, max_hold_of
+from gateway.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_hold_of, session_of
 from gateway.gateway import Gateway
 from gateway.legacy_sessions import LegacySessions
+from gateway.session_listen import SessionListen
 from toolsets import _sdk_compat as sdk
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.mcp_convert import tool_def_to_mcp, tool_result_to_mcp
@@ -99,12 +100,12 @@ def _principal(ctx: Ctx, default: Principal) -> Principal:
 
 
 def _session_id(ctx: Ctx, connection_id: str | None) -> str | None:
-    """The MCP session (legacy HTTP), else this connection's id (stdio); None for modern HTTP,
-    which has no sessions."""
+    """The MCP session (legacy HTTP), else this connection's id (stdio); for modern HTTP, which
+    has no sessions, the caller's own key (`SESSION_HEADER`, else ``_meta``), if any."""
     headers = getattr(ctx.request, "headers", None)
     if headers is not None:
-        value = headers.get("mcp-session-id")
-        return str(value) if value else None
+        value = headers.get("mcp-session-id") or headers.get(SESSION_HEADER)
+        return str(value) if value else session_of(ctx.meta)
     return connection_id
 
 
@@ -139,12 +140,16 @@ class Downstream:
         self.transport = transport
         self.principal = principal
         self.connection_id = f"stdio-{uuid.uuid4().hex}" if transport == "stdio" else None
-        self.bus = InMemorySubscriptionBus()
+        self.listen = SessionListen(self._listen_key)
         self.catalogue = _Catalogue()
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.by_session: weakref.WeakValueDictionary[str, Connection] = (
+            weakref.WeakValueDictionary()
+        )
         self.sessions = LegacySessions()
         self.handle = CallHandler(gateway)
         gateway.on_tools_changed(self.tools_changed)
+        gateway.on_session_tools_changed(self.session_tools_changed)
 
     def context(self, ctx: Ctx) -> CallContext:
         """The context of a listing made through the SDK."""
@@ -163,8 +168,11 @@ class Downstream:
     def _remember(self, ctx: Ctx) -> None:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             connection = sdk.session_connection(ctx.session)
+            session_id = _session_id(ctx, self.connection_id)
             if connection is not None:
                 self.connections.add(connection)
+                if session_id is not None:
+                    self.by_session[session_id] = connection
             if self.transport == "http" and ctx.method != "initialize":
                 session_id = _session_id(ctx, None)
                 if session_id is not None:
@@ -186,6 +194,7 @@ class Downstream:
             request_state=params.request_state,
             input_responses=params.input_responses,
             max_hold=max_hold_of(params.meta),
+            session=session_of(params.meta),
         )
         outcome = await self.handle(
             request,
@@ -201,14 +210,27 @@ class Downstream:
             return tool_result_to_mcp(outcome)
         return outcome
 
+    def _listen_key(self, ctx: Ctx) -> tuple[str, str | None]:
+        return (_principal(ctx, self.principal).id, _session_id(ctx, self.connection_id))
+
     async def tools_changed(self, source: str) -> None:
-        await self.bus.publish(ToolsListChanged())
+        await self.listen.publish(ToolsListChanged())
         for connection in list(self.connections):
-            try:
-                await connection.send_tool_list_changed()
-            except Exception as exc:  # a gone session must not stop the broadcast
-                log.debug("list_changed not delivered to a session: %r", exc)
-                self.connections.discard(connection)
+            await self._tell(connection)
+
+    async def session_tools_changed(self, principal: str, session_id: str | None) -> None:
+        """Only this session's list changed: its 2025-11-25 session or its listen streams."""
+        await self.listen.publish(ToolsListChanged(), (principal, session_id))
+        connection = self.by_session.get(session_id) if session_id is not None else None
+        if connection is not None:
+            await self._tell(connection)
+
+    async def _tell(self, connection: Connection) -> None:
+        try:
+            await connection.send_tool_list_changed()
+        except Exception as exc:  # a gone session must not stop the others
+            log.debug("list_changed not delivered to a session: %r", exc)
+            self.connections.discard(connection)
 
 
 def build_server(
@@ -222,7 +244,7 @@ def build_server(
         instructions="Tools of several MCP servers, behind lockgate's policies and approvals.",
         on_list_tools=downstream.list_tools,
         on_call_tool=downstream.call_tool,
-        on_subscriptions_listen=ListenHandler(downstream.bus),
+        on_subscriptions_listen=downstream.listen,
         get_tool_input_schema=downstream.catalogue.input_schema,
     )
     server.middleware.append(downstream.remember_sessions)

@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.approvals.caller import BackChannelRequired
+from gateway.calls import SESSION_HEADER
 from gateway.downstream import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
 from gateway.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
@@ -287,8 +288,9 @@ class FastPath:
             # asyncio task watches (uvicorn runs asyncio), a task group per call costs more.
             watcher = asyncio.get_running_loop().create_task(_disconnect(receive, cancel))
             try:
+                session_id = headers.get(SESSION_HEADER)  # else the request's _meta says
                 outcome = await self.handle(
-                    call.request, principal=principal, session_id=None, client=client
+                    call.request, principal=principal, session_id=session_id, client=client
                 )
             finally:
                 watcher.cancel()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -36,9 +36,11 @@ from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["Gateway"]
+__all__ = ["Gateway", "SessionToolsChanged"]
 
 log = logging.getLogger("lockgate")
+SessionToolsChanged = Callable[[str, str | None], Awaitable[None]]
+"""Told ``(principal id, session id)`` of a session whose visible tools changed."""
 SWEEP_INTERVAL = 5.0
 """Seconds between sweeps that record overdue pending calls as expired."""
 
@@ -60,6 +62,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig, *, toolsets: Sequence[Toolset] = ()) -> None:
         self.config = config
         self._listeners: list[ToolsChangedHandler] = []
+        self._session_listeners: list[SessionToolsChanged] = []
         self._stack: contextlib.AsyncExitStack | None = None
         self._pins: dict[str, str] = {}
         self._warm = False
@@ -125,10 +128,17 @@ class Gateway:
         """The tools visible to ``ctx`` (anonymous when omitted)."""
         return list((await self.tools(ctx)).values())
 
+    def on_session_tools_changed(self, handler: SessionToolsChanged) -> None:
+        """Call ``handler`` when what one session may see changed (a call unlocked or locked
+        tools there): only that session is to be told."""
+        self._session_listeners.append(handler)
+
     async def tools(self, ctx: CallContext | None = None) -> dict[str, ToolDef]:
         """The visible tools by exposed name (the cached catalogue; do not mutate)."""
+        ctx = ctx or CallContext()
         await self._warm_up()
-        return await self.root.get_tools(ctx or CallContext())
+        await self._parts.sessions.ensure(ctx)
+        return await self.root.get_tools(ctx)
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every upstream made its first connection attempt (at most ``timeout``
@@ -146,6 +156,17 @@ class Gateway:
         if not self._warm:
             await self.wait_ready(max(self._warm_by - anyio.current_time(), 0.0))
             self._warm = True
+            await self._check_policy_names()
+
+    async def _check_policy_names(self) -> None:
+        """Tool names the policy's session options name must exist (logged with their place
+        in the policy file; a gate on a missing tool never opens)."""
+        try:
+            names = (await self._parts.served.get_tools(CallContext())).keys()
+        except LockgateError:  # a colliding catalogue: listings say so
+            return
+        for issue in self.policy.current.check_tool_names(names):
+            log.error("policy: %s (is its server down?)", issue)
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any] | None = None, ctx: CallContext | None = None
@@ -162,13 +183,39 @@ class Gateway:
             BackChannelRequired: a 2025-11-25 caller would be asked, and ``ctx`` cannot ask it.
         """
         ctx = ctx or CallContext()
-        tool = (await self.tools(ctx)).get(name)
-        if tool is None:
-            held = self._parts.pins.quarantined(name)
-            if held is not None and self._parts.visible(ctx, held[0]):  # else: unknown to ctx
-                raise ToolQuarantined(name, held[1].fields())
+        tools = await self.tools(ctx)
+        decider = self._parts.decider
+        tool = tools.get(name) or await self._refusable(name, args or {}, ctx)
+        seen = decider.visibility_key(ctx)
+        try:
+            return await self.root.call_tool(name, args or {}, ctx, tool)
+        finally:
+            if decider.visibility_key(ctx) != seen:
+                await self._session_changed(ctx, tools)
+
+    async def _refusable(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolDef:
+        """A tool hidden from ``ctx``'s listing whose call the policy refuses with a message
+        (a session gate: "call X first"), so the model reads why; else unknown.
+
+        Raises:
+            ToolQuarantined: its definition changed upstream and waits for an approver.
+            ToolNotFoundError: unknown to ``ctx``.
+        """
+        decider = self._parts.decider
+        held = self._parts.pins.quarantined(name)
+        if held is not None and decider.visible(ctx, held[0]):  # else: unknown to ctx
+            raise ToolQuarantined(name, held[1].fields())
+        tool = (await self._parts.served.get_tools(ctx)).get(name)
+        if tool is None or decider.decide(tool, args, ctx).effect != "deny":
             raise ToolNotFoundError(name)
-        return await self.root.call_tool(name, args or {}, ctx, tool)
+        return tool
+
+    async def _session_changed(self, ctx: CallContext, before: Mapping[str, ToolDef]) -> None:
+        """The call changed what its session's listing reads: tell that session if its tools
+        changed (calls in flight finish; the next listing shows the change)."""
+        if (await self.root.get_tools(ctx)).keys() != before.keys():
+            for listener in list(self._session_listeners):
+                await listener(ctx.principal.id, ctx.session_id)
 
     @property
     def pins(self) -> ToolPins:
@@ -237,6 +284,7 @@ class Gateway:
             await self._start_events(stack)
             await stack.enter_async_context(self._parts.store)
             stack.push_async_callback(self._parts.pins.store.close)
+            await stack.enter_async_context(self._parts.sessions)
             report = await self._parts.store.recover()
             if report.interrupted or report.expired:
                 log.warning(
@@ -269,6 +317,7 @@ class Gateway:
         # A new policy can show or hide tools: clients re-list.
         while True:
             if not await self._parts.policy.wait_reload():
+                await self._check_policy_names()
                 for listener in list(self._listeners):
                     await listener("policy")
 

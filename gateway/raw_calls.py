@@ -10,7 +10,7 @@ from typing import Any, Literal
 from mcp.shared.inbound import InboundModernRoute
 from mcp_types import SERVER_INFO_META_KEY, ErrorData
 
-from gateway.calls import CallOutcome, ToolCallRequest, max_hold_of
+from gateway.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
 from toolsets import jsonwire
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
@@ -47,7 +47,9 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
         return None
     if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
         return None
-    request = ToolCallRequest(name=name, arguments=args, max_hold=max_hold_of(meta))
+    request = ToolCallRequest(
+        name=name, arguments=args, max_hold=max_hold_of(meta), session=session_of(meta)
+    )
     return PlainCall(request_id, request)
 
 

@@ -8,6 +8,7 @@ call (`evaluate_call`).
 from policies.decider import PolicyDecider
 from policies.durations import format_duration, parse_duration
 from policies.engine import FAIL_CLOSED_MESSAGE, PolicyEngine
+from policies.groups import GROUP_TOOL_PREFIX, group_tool_name
 from policies.holder import PolicyHolder
 from policies.rules import CompiledRule
 from policies.session import SessionState
@@ -19,6 +20,7 @@ from toolsets.decision import (
     Decision,
     DecisionKind,
     Effect,
+    ShadowMatch,
 )
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "DEFAULT_APPROVAL",
     "EFFECT_RANK",
     "FAIL_CLOSED_MESSAGE",
+    "GROUP_TOOL_PREFIX",
     "ApprovalOptions",
     "CompiledRule",
     "Decision",
@@ -35,6 +38,8 @@ __all__ = [
     "PolicyEngine",
     "PolicyHolder",
     "SessionState",
+    "ShadowMatch",
     "format_duration",
+    "group_tool_name",
     "parse_duration",
 ]

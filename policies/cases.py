@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from policies.engine import PolicyEngine
-from policies.model import FlagName
+from policies.model import FlagName, GroupName
 from policies.session import SessionState
 from policies.yamlfile import load_yaml, parse_model
 from toolsets.context import Principal
@@ -19,7 +21,17 @@ from toolsets.errors import ConfigIssue, PolicyError
 from toolsets.prefixed import SEPARATOR
 from toolsets.tooldef import ToolDef
 
-__all__ = ["CallSpec", "CaseFile", "CaseResult", "evaluate", "run_case_file", "tool_for"]
+__all__ = [
+    "CallSpec",
+    "CaseFile",
+    "CaseResult",
+    "PastCall",
+    "SessionSpec",
+    "evaluate",
+    "run_case_file",
+    "session_state",
+    "tool_for",
+]
 
 
 class _Strict(BaseModel):
@@ -31,6 +43,45 @@ class PastCall(_Strict):
 
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
+    ok: bool = Field(True, description="Its result was not an error (counts in succeeded).")
+
+
+class SessionSpec(_Strict):
+    """A session: earlier calls replayed in order, loaded tool groups, variables; or just the
+    list of earlier calls."""
+
+    id: str = "policy-test"
+    calls: list[PastCall] = Field(default_factory=list, description="Earlier calls, in order.")
+    groups: list[GroupName] = Field(default_factory=list, description="Loaded tool groups.")
+    variables: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _calls_only(cls, value: Any) -> Any:
+        return {"calls": value} if isinstance(value, list) else value
+
+
+class _OrCalls:
+    """In the JSON Schema, a session may be its list of earlier calls too."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        calls = handler(core_schema.list_schema(PastCall.__pydantic_core_schema__))
+        return {"anyOf": [calls, handler(schema)]}
+
+
+def session_state(spec: SessionSpec) -> SessionState:
+    """The `SessionState` ``spec`` describes."""
+    state = SessionState(spec.id)
+    for past in spec.calls:
+        state.record(past.tool, past.args, ok=past.ok)
+    for group in spec.groups:
+        state.load_group(group)
+    for name, value in spec.variables.items():
+        state.set_variable(name, value)
+    return state
 
 
 class CallSpec(_Strict):
@@ -46,7 +97,13 @@ class CallSpec(_Strict):
     flags: list[FlagName] = Field(
         default_factory=list, description="Warning flags the tool carries (tool.flags)."
     )
-    session: list[PastCall] = Field(default_factory=list, description="Earlier calls.")
+    session: Annotated[SessionSpec, _OrCalls] = Field(
+        default_factory=SessionSpec,
+        description=(
+            "The session: {calls, groups, variables}, or just the earlier calls. Listings read "
+            "it only when given; calls always (unset: a fresh session)."
+        ),
+    )
     stage: Literal["call", "list"] = Field("call", description="Decide a call or a listing.")
 
 
@@ -115,11 +172,10 @@ def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
     """Decide ``call`` with ``engine``."""
     tool = tool_for(call.tool, call.server, call.annotations, call.flags)
     principal = Principal(id=call.principal, roles=frozenset(call.roles), claims=call.claims)
+    session = session_state(call.session)
     if call.stage == "list":
-        return engine.evaluate_visibility(tool, principal)
-    session = SessionState("policy-test")
-    for past in call.session:
-        session.record(past.tool, past.args)
+        given = "session" in call.model_fields_set
+        return engine.evaluate_visibility(tool, principal, session if given else None)
     return engine.evaluate_call(tool, call.args, principal, session)
 
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeAlias
 
-from policies.cases import CallSpec, evaluate, run_case_file
+from pydantic import ValidationError
+
+from policies.cases import CallSpec, SessionSpec, evaluate, run_case_file, session_state
 from policies.engine import PolicyEngine
 from policies.explain import decision_json, decision_text
+from policies.explain_gates import gate_statuses
 from toolsets.errors import ConfigError
 from toolsets.flags import FLAGS
 
-__all__ = ["main", "register"]
+__all__ = ["Registrar", "Subparsers", "main", "register"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -43,16 +47,52 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
     return value
 
 
+def _known_tools(args: argparse.Namespace) -> list[str] | None:
+    """The catalogue ``--tools`` and ``--tools-file`` give (None when neither is given)."""
+    if args.tools is None and args.tools_file is None:
+        return None
+    names = [name.strip() for name in (args.tools or "").split(",")]
+    if args.tools_file is not None:
+        try:
+            text = Path(args.tools_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _UsageError(f"cannot read --tools-file {args.tools_file!r}: {exc}") from None
+        names.extend(line.partition("#")[0].strip() for line in text.splitlines())
+    return [name for name in names if name]
+
+
 def _check(args: argparse.Namespace) -> int:
     try:
+        known = _known_tools(args)
         engine = PolicyEngine.load(args.files)
+    except _UsageError as exc:
+        print(f"lockgate policy check: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ConfigError as exc:
         return _report(exc)
+    unknown = engine.check_tool_names(known) if known is not None else []
+    if unknown:
+        return _report(ConfigError(unknown))
     count = len(engine.files)
     print(
         f"ok: {count} file{'s'[: count != 1]}, {len(engine.rules)} rules, version {engine.version}"
     )
     return EXIT_OK
+
+
+def _session_spec(text: str | None) -> dict[str, SessionSpec]:
+    """``{"session": spec}`` for ``--session``, or nothing when it is not given."""
+    value = _json_object(text, "--session")
+    if value is None:
+        return {}
+    try:
+        return {"session": SessionSpec.model_validate(value)}
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, error['loc'])) or '(top)'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise _UsageError(f"--session is not a session: {problems}") from None
 
 
 def _call_spec(args: argparse.Namespace) -> CallSpec:
@@ -66,6 +106,7 @@ def _call_spec(args: argparse.Namespace) -> CallSpec:
         claims=_json_object(args.claims, "--claims") or {},
         flags=args.flags,
         stage="list" if args.list else "call",
+        **_session_spec(args.session),
     )
 
 
@@ -79,10 +120,12 @@ def _explain(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _report(exc)
     decision = evaluate(engine, call)
+    session = session_state(call.session) if args.session is not None else None
+    gates = gate_statuses(engine, call.tool, decision, session)
     if args.json:
-        print(json.dumps(decision_json(engine, decision, call.flags), indent=2))
+        print(json.dumps(decision_json(engine, decision, call.flags, gates=gates), indent=2))
     else:
-        print(decision_text(engine, decision, call.flags))
+        print(decision_text(engine, decision, call.flags, gates=gates))
     return EXIT_OK
 
 
@@ -128,19 +171,31 @@ def _add_explain(commands: Subparsers) -> None:
         choices=FLAGS,
         help="a warning flag the tool carries, e.g. injection-marker (repeatable)",
     )
-    explain.add_argument("--list", action="store_true", help="decide listing instead of a call")
+    explain.add_argument(
+        "--session",
+        help=(
+            'the session as a JSON object, e.g. \'{"calls": [{"tool": "t", "args": {}, '
+            '"ok": true}], "groups": ["math"]}\' (default: a fresh session)'
+        ),
+    )
+    explain.add_argument(
+        "--list", action="store_true", help="decide listing (is the tool listed?) instead of a call"
+    )
     explain.add_argument("--json", action="store_true", help="print JSON")
     explain.set_defaults(func=_explain)
 
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Registrar: TypeAlias = Callable[[Subparsers], None]
+"""Adds more ``policy`` sub-commands (the gateway's ``replay``, which reads its audit log)."""
 
 
-def register(subparsers: Subparsers) -> None:
+def register(subparsers: Subparsers, extra: Sequence[Registrar] = ()) -> None:
     """Add the ``policy`` command with its ``check``, ``explain`` and ``test`` sub-commands.
 
     Args:
         subparsers: The object ``ArgumentParser.add_subparsers()`` returned.
+        extra: Each is called with the ``policy`` command's sub-parsers to add its own.
 
     Each sub-command parser sets ``func``; ``args.func(args)`` runs it and returns the exit code
     (0 success, 1 invalid policy or failing cases, 2 unusable command-line values).
@@ -149,6 +204,16 @@ def register(subparsers: Subparsers) -> None:
     commands = policy.add_subparsers(dest="policy_command", metavar="COMMAND", required=True)
     check = commands.add_parser("check", help="validate policy files; list every error")
     check.add_argument("files", nargs="+", metavar="FILE", help="policy files, in layer order")
+    check.add_argument(
+        "--tools",
+        metavar="NAME,NAME...",
+        help="the tool catalogue: report tool names the policy's options name that are not in it",
+    )
+    check.add_argument(
+        "--tools-file",
+        metavar="FILE",
+        help="like --tools, one name per line ('#' starts a comment)",
+    )
     check.set_defaults(func=_check)
     _add_explain(commands)
     test = commands.add_parser("test", help="run policy case files (policy tests as data)")
@@ -161,6 +226,8 @@ def register(subparsers: Subparsers) -> None:
         help="policy file to test instead of the case file's 'policies' (repeatable)",
     )
     test.set_defaults(func=_test)
+    for add in extra:
+        add(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

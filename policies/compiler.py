@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
+from policies.groups import ToolReference, merge_groups, tool_references
 from policies.loader import LoadedFile, policy_version
 from policies.model import ApprovalModel, DefaultsModel
 from policies.rules import CompiledRule, compile_rule
@@ -35,6 +36,9 @@ class CompiledPolicy:
         version: Hash of the loaded files.
         files: The files, in layer order.
         hide_flagged: Flags that hide a tool unless a matching rule accepts them.
+        groups: Tool groups (hidden until loaded in the session), by name.
+        tool_references: Every exact tool name of ``unlock_after``, ``lock_after``,
+            ``require_first`` and ``groups``, located.
     """
 
     rules: tuple[CompiledRule, ...]
@@ -42,6 +46,8 @@ class CompiledPolicy:
     version: str
     files: tuple[str, ...]
     hide_flagged: frozenset[str] = BUILTIN_HIDE_FLAGGED
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    tool_references: tuple[ToolReference, ...] = ()
 
 
 def resolve_approval(chain: Sequence[ApprovalModel | None]) -> ApprovalOptions:
@@ -105,4 +111,6 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
         version=policy_version(files),
         files=tuple(f.file for f in files),
         hide_flagged=_hide_flagged(defaults),
+        groups=merge_groups(files),
+        tool_references=tool_references(files),
     )

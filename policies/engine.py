@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from policies.activation import build_context
 from policies.cel_conditions import Condition, ConditionError, Needs
 from policies.compiler import CompiledPolicy, compile_policy
+from policies.gates import apply_gates
+from policies.groups import group_tool_name, unknown_tools
 from policies.index import RuleIndex
 from policies.loader import load_files
+from policies.messages import MessageTemplate, parse_message
 from policies.rules import CompiledRule
 from policies.session import SessionState
+from policies.session_gates import SessionGates
 from toolsets.context import Principal
-from toolsets.decision import Decision, Effect
+from toolsets.decision import Decision, Effect, ShadowMatch
+from toolsets.errors import ConfigIssue
 from toolsets.tooldef import ToolDef
 
 __all__ = ["FAIL_CLOSED_MESSAGE", "FLAG_REASONS", "PolicyEngine"]
@@ -43,6 +48,9 @@ class PolicyEngine:
         self._rules = {rule.id: rule for rule in compiled.rules}
         self._default = dataclasses.replace(compiled.default, policy_version=compiled.version)
         self._decisions: dict[tuple[int, ...], Decision] = {}
+        self._shadowing = any(rule.shadow for rule in compiled.rules)
+        self._templates = _templates([compiled.default.message, *(r.message for r in self.rules)])
+        self._gates = SessionGates(compiled.rules, compiled.groups)
 
     @classmethod
     def load(cls, paths: Sequence[str | Path]) -> PolicyEngine:
@@ -81,6 +89,33 @@ class PolicyEngine:
         """Every rule, in load order."""
         return self._compiled.rules
 
+    @property
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        """Tool groups by name: their tools are hidden until the group is loaded in the session."""
+        return self._gates.groups
+
+    @property
+    def reads_session(self) -> bool:
+        """Whether listings depend on the session (gates, groups or rules reading ``session``)."""
+        return self._gates.reads_session
+
+    def session_key(self, session: SessionState | None) -> Hashable:
+        """What listings read of ``session`` (None: a fresh one): under this policy, sessions
+        with equal keys see the same tools. None when listings read no session."""
+        return self._gates.key(session)
+
+    def groups_of(self, tool_name: str) -> tuple[str, ...]:
+        """The groups ``tool_name`` belongs to (empty when it is in none)."""
+        return self._gates.groups_of(tool_name)
+
+    def check_tool_names(self, known: Collection[str]) -> list[ConfigIssue]:
+        """One located issue per tool name in ``unlock_after``, ``lock_after``,
+        ``require_first`` or ``groups`` that is not in ``known`` (the ``load_NAME`` tools of the
+        policy's groups count as known)."""
+        loaders = {group_tool_name(name) for name in self.groups}
+        names = loaders.union(known) if loaders else known
+        return unknown_tools(self._compiled.tool_references, names)
+
     def rule(self, rule_id: str) -> CompiledRule:
         """The rule with id ``rule_id``.
 
@@ -97,19 +132,25 @@ class PolicyEngine:
         accepted = frozenset(flag for rule in matched for flag in rule.accept_flags)
         return tuple(f for f in flags if f in self._compiled.hide_flagged and f not in accepted)
 
-    def evaluate_visibility(self, tool: ToolDef, principal: Principal) -> Decision:
-        """Decide whether ``tool`` is listed for ``principal`` (``hide`` removes it).
+    def evaluate_visibility(
+        self, tool: ToolDef, principal: Principal, session: SessionState | None = None
+    ) -> Decision:
+        """Decide whether ``tool`` is listed for ``principal`` in ``session`` (``hide`` removes it).
 
-        Rules whose conditions read ``args`` or ``session`` are skipped: they decide calls only.
+        Session gates and groups apply (None: a fresh session). Rules whose conditions read
+        ``args`` are skipped, and so are rules reading ``session`` when none is given: they
+        decide calls only.
         """
         found = self._index.candidates(tool.name, tool.server)
+        in_session = session is not None
         return self._evaluate(
-            rules=found.list_rules,
-            needs=found.list_needs,
+            rules=found.session_list_rules if in_session else found.list_rules,
+            needs=found.session_list_needs if in_session else found.list_needs,
             tool=tool,
             args=None,
             principal=principal,
-            session=None,
+            session=session,
+            gated=found.gated,
         )
 
     def evaluate_call(
@@ -117,18 +158,27 @@ class PolicyEngine:
         tool: ToolDef,
         args: Mapping[str, Any],
         principal: Principal,
-        session: SessionState | None,
+        session: SessionState | None = None,
     ) -> Decision:
-        """Decide a call of ``tool`` with ``args``; ``hide`` means "answer as unknown tool"."""
+        """Decide a call of ``tool`` with ``args`` in ``session`` (None: a fresh session);
+        ``hide`` means "answer as unknown tool"."""
         found = self._index.candidates(tool.name, tool.server)
-        return self._evaluate(
+        decision = self._evaluate(
             rules=found.call_rules,
             needs=found.call_needs,
             tool=tool,
             args=args,
             principal=principal,
             session=session,
+            gated=found.gated,
         )
+        template = self._templates.get(decision.message) if decision.message else None
+        if template is None:
+            return decision
+        message = template.render(
+            tool=tool, args=args, principal=principal, session=session, redact=decision.redact
+        )
+        return dataclasses.replace(decision, message=message)
 
     def _evaluate(
         self,
@@ -139,7 +189,9 @@ class PolicyEngine:
         args: Mapping[str, Any] | None,
         principal: Principal,
         session: SessionState | None,
+        gated: bool = False,
     ) -> Decision:
+        """``args`` is None for a listing; ``gated``: some of ``rules`` have session gates."""
         matched: list[CompiledRule] = []
         failures: dict[int, str] = {}
         context: Any = None
@@ -156,9 +208,20 @@ class PolicyEngine:
                 except ConditionError as exc:
                     failures[rule.order] = str(exc)
             matched.append(rule)
-        decision = (
-            self._fail_closed(matched, failures) if failures else self._decide(tuple(matched))
-        )
+        shadow: list[CompiledRule] = []
+        enforced = failures
+        if self._shadowing:
+            matched, shadow, enforced = _split_shadow(matched, failures)
+        if gated:
+            decision = self._decide_gated(matched, enforced, tool.name, session, args is None)
+        else:
+            decision = (
+                self._fail_closed(matched, enforced) if enforced else self._decide(tuple(matched))
+            )
+        if shadow:
+            decision = _with_shadow(decision, shadow, failures)
+        if decision.effect != "hide" and self._gates.groups:
+            decision = self._hide_grouped(tool.name, session, decision)
         if tool.flags and decision.effect != "hide":
             accepting = [rule for rule in matched if rule.order not in failures]
             return self._hide_unaccepted(tool.flags, accepting, decision)
@@ -176,6 +239,35 @@ class PolicyEngine:
             f"{why} (flagged {', '.join(hiding)}: hidden by defaults.hide_flagged; "
             f"no matching rule lists {'it' if len(hiding) == 1 else 'them'} in accept_flags)"
         )
+        return dataclasses.replace(
+            decision, effect="hide", rule_id=None, reason=reason, message=None
+        )
+
+    def _decide_gated(
+        self,
+        matched: list[CompiledRule],
+        failures: dict[int, str],
+        tool: str,
+        session: SessionState | None,
+        listing: bool,
+    ) -> Decision:
+        """The decision with every rule whose gate is locked counting as locked; not cached
+        then, as a locked rule's reason names the gate that locks it in this session."""
+        locked = apply_gates(matched, tool, session, listing=listing)
+        if failures:
+            return self._fail_closed(matched if locked is None else locked, failures)
+        if locked is None:
+            return self._decide(tuple(matched))
+        return self._decision(locked, _winner(locked))
+
+    def _hide_grouped(
+        self, tool: str, session: SessionState | None, decision: Decision
+    ) -> Decision:
+        """``decision``, or ``hide`` (as a default: no rule id) when the tool's groups are not
+        loaded in ``session``."""
+        reason = self._gates.group_lock(tool, session)
+        if reason is None:
+            return decision
         return dataclasses.replace(
             decision, effect="hide", rule_id=None, reason=reason, message=None
         )
@@ -219,6 +311,45 @@ class PolicyEngine:
             for rule in matched
         ]
         return self._decision(as_deny, _winner(as_deny))
+
+
+def _templates(messages: Iterable[str | None]) -> dict[str, MessageTemplate]:
+    """Messages that need rendering (placeholders or escaped braces), by their text."""
+    parsed = (
+        parse_message(text) for text in set(messages) if text and ("{" in text or "}" in text)
+    )
+    return {template.text: template for template in parsed}
+
+
+def _split_shadow(
+    matched: list[CompiledRule], failures: dict[int, str]
+) -> tuple[list[CompiledRule], list[CompiledRule], dict[int, str]]:
+    """The enforced rules, the shadow rules, and the failures of the enforced rules."""
+    shadow = [rule for rule in matched if rule.shadow]
+    if not shadow:
+        return matched, shadow, failures
+    skip = {rule.order for rule in shadow}
+    enforced = {order: error for order, error in failures.items() if order not in skip}
+    return [rule for rule in matched if not rule.shadow], shadow, enforced
+
+
+def _with_shadow(
+    decision: Decision, shadow: Sequence[CompiledRule], failures: Mapping[int, str]
+) -> Decision:
+    """``decision`` with what the matching ``shadow`` rules would have decided; their
+    ``redact`` paths apply too (masking is not a decision)."""
+    matches = tuple(
+        ShadowMatch(
+            rule_id=rule.id,
+            effect="deny",
+            reason=f"policy condition of rule {rule.id!r} failed: {failures[rule.order]}",
+        )
+        if rule.order in failures
+        else ShadowMatch(rule_id=rule.id, effect=rule.effect, reason=rule.reason)
+        for rule in shadow
+    )
+    redact = tuple(dict.fromkeys([*decision.redact, *(p for r in shadow for p in r.redact)]))
+    return dataclasses.replace(decision, shadow=matches, redact=redact)
 
 
 def _winner(matched: Sequence[CompiledRule]) -> CompiledRule:

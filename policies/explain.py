@@ -7,6 +7,7 @@ from typing import Any
 
 from policies.durations import format_duration
 from policies.engine import PolicyEngine
+from policies.explain_gates import GateStatus, gate_json, gate_lines
 from policies.rules import CompiledRule
 from toolsets.decision import ApprovalOptions, Decision
 
@@ -46,9 +47,31 @@ def _flag_lines(engine: PolicyEngine, decision: Decision, flags: Sequence[str]) 
     return lines
 
 
-def decision_text(engine: PolicyEngine, decision: Decision, flags: Sequence[str] = ()) -> str:
+def _shadow_lines(engine: PolicyEngine, decision: Decision) -> list[str]:
+    """Shadow rules that matched: what each would have decided (never enforced)."""
+    if not decision.shadow:
+        return []
+    lines = ["shadow:   (not enforced)"]
+    width = max(len(match.rule_id) for match in decision.shadow)
+    wheres = [_where(engine.rule(match.rule_id)) for match in decision.shadow]
+    room = max(len(where) for where in wheres)
+    for match, where in zip(decision.shadow, wheres, strict=True):
+        lines.append(
+            f"  {match.rule_id:<{width}}  {match.effect:<5}  {where:<{room}}  {match.reason}"
+        )
+    return lines
+
+
+def decision_text(
+    engine: PolicyEngine,
+    decision: Decision,
+    flags: Sequence[str] = (),
+    *,
+    gates: Sequence[GateStatus] = (),
+) -> str:
     """A readable explanation: the decision, the winning rule, the tool's ``flags`` (whether
-    each hides it) and every matching rule."""
+    each hides it), its session ``gates`` (see `gate_statuses`), every matching rule and the
+    shadow rules that matched."""
     winner = engine.rule(decision.rule_id) if decision.rule_id is not None else None
     lines = [
         f"effect:   {decision.effect}",
@@ -63,11 +86,13 @@ def decision_text(engine: PolicyEngine, decision: Decision, flags: Sequence[str]
         lines.append(f"redact:   {', '.join(decision.redact)}")
     if flags:
         lines.extend(_flag_lines(engine, decision, flags))
+    lines.extend(gate_lines(gates))
     lines.append("matched:" if decision.matched else "matched:  (no rule)")
     width = max((len(rule_id) for rule_id in decision.matched), default=0)
     for rule_id in decision.matched:
         rule = engine.rule(rule_id)
         lines.append(f"  {rule_id:<{width}}  {rule.effect:<5}  {_where(rule)}")
+    lines.extend(_shadow_lines(engine, decision))
     lines.append(f"policy:   {decision.policy_version} ({', '.join(engine.files) or 'no files'})")
     return "\n".join(lines)
 
@@ -77,10 +102,16 @@ def _rule_json(rule: CompiledRule) -> dict[str, Any]:
 
 
 def decision_json(
-    engine: PolicyEngine, decision: Decision, flags: Sequence[str] = ()
+    engine: PolicyEngine,
+    decision: Decision,
+    flags: Sequence[str] = (),
+    *,
+    gates: Sequence[GateStatus] = (),
 ) -> dict[str, Any]:
-    """The decision as JSON-ready data, matched rules with their effect and location, and per
-    flag of the tool whether ``defaults.hide_flagged`` names it and which rules accept it."""
+    """The decision as JSON-ready data, matched rules with their effect and location, shadow
+    rules that matched with what they would have decided, and per flag of the tool whether
+    ``defaults.hide_flagged`` names it and which rules accept it, and the tool's session
+    ``gates``."""
     approval = decision.approval
     return {
         "effect": decision.effect,
@@ -95,6 +126,11 @@ def decision_json(
         },
         "matched": [_rule_json(engine.rule(rule_id)) for rule_id in decision.matched],
         "redact": list(decision.redact),
+        "shadow": [
+            _rule_json(engine.rule(match.rule_id))
+            | {"effect": match.effect, "reason": match.reason}
+            for match in decision.shadow
+        ],
         "flags": [
             {
                 "flag": flag,
@@ -103,6 +139,7 @@ def decision_json(
             }
             for flag in flags
         ],
+        "gates": gate_json(gates),
         "policy_version": decision.policy_version,
         "files": list(engine.files),
     }

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from policies.activation import merge_needs
 from policies.cel_conditions import Needs
 from policies.rules import CompiledRule
 
-__all__ = ["LIST_TIME_BLOCKERS", "Candidates", "RuleIndex"]
+__all__ = ["CALL_ONLY", "LIST_TIME_BLOCKERS", "Candidates", "RuleIndex"]
 
 LIST_TIME_BLOCKERS: Final = frozenset({"args", "session"})
-"""Rules whose conditions read these are skipped at list time: no call, no values yet."""
+"""Rules whose conditions read these are skipped at list time without a session."""
+
+CALL_ONLY: Final = frozenset({"args"})
+"""Rules whose conditions read these are skipped at list time even with a session: no call."""
 
 _CACHE_LIMIT: Final = 8192
 
@@ -26,24 +29,36 @@ class Candidates:
     Attributes:
         call_rules: Rules to evaluate for a call.
         call_needs: What those rules' conditions read (the CEL context to build).
-        list_rules: Rules to evaluate for listing (none reads ``args`` or ``session``).
+        list_rules: Rules to evaluate for listing (none reads ``args`` or ``session``, none is
+            a shadow rule: shadow rules never hide a tool).
         list_needs: What those rules' conditions read.
+        session_list_rules: Rules to evaluate for listing in a known session: ``list_rules``
+            plus those whose conditions read ``session`` (but not ``args``).
+        session_list_needs: What those rules' conditions read.
+        gated: Whether any of the rules has session gates (``unlock_after``, ...).
     """
 
     call_rules: tuple[CompiledRule, ...]
     call_needs: Needs
     list_rules: tuple[CompiledRule, ...]
     list_needs: Needs
+    session_list_rules: tuple[CompiledRule, ...] = ()
+    session_list_needs: Needs = field(default_factory=dict)
+    gated: bool = False
 
     @classmethod
     def of(cls, rules: Sequence[CompiledRule]) -> Candidates:
         """Candidates from statically matching rules (already in load order)."""
-        listing = tuple(r for r in rules if not r.variables & LIST_TIME_BLOCKERS)
+        listing = tuple(r for r in rules if not (r.shadow or r.variables & LIST_TIME_BLOCKERS))
+        in_session = tuple(r for r in rules if not (r.shadow or r.variables & CALL_ONLY))
         return cls(
             tuple(rules),
             merge_needs(r.needs for r in rules),
             listing,
             merge_needs(r.needs for r in listing),
+            in_session,
+            merge_needs(r.needs for r in in_session),
+            gated=any(r.gates is not None for r in rules),
         )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from policies.groups import group_conflicts
 from policies.model import PolicyFile
 from policies.yamlfile import Located, load_yaml_with_issues, parse_model
 from toolsets.errors import ConfigError, ConfigIssue, PolicyError
@@ -89,7 +90,8 @@ def load_files(paths: Sequence[str | Path]) -> list[LoadedFile]:
 
     Raises:
         PolicyError: With every issue of every file (syntax, unknown keys, types, duplicate rule
-            ids across files, bad globs, CEL that does not compile or reads unknown variables).
+            ids across files, bad globs, CEL that does not compile or reads unknown variables,
+            a group defined again with other tools).
     """
     if not paths:
         raise PolicyError([ConfigIssue("", None, None, "", "no policy files given")])
@@ -102,6 +104,7 @@ def load_files(paths: Sequence[str | Path]) -> list[LoadedFile]:
             loaded.append(result)
         else:
             issues.extend(result)
+    issues.extend(group_conflicts(loaded))
     if issues:
         raise PolicyError(issues)
     return loaded

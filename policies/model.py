@@ -11,10 +11,19 @@ from pydantic_core import PydanticCustomError
 from policies.cel_conditions import ALLOWED_VARIABLES, condition_problem
 from policies.durations import DURATION_PATTERN, parse_duration
 from policies.matchers import glob_problem, principal_entry_problem
+from policies.messages import message_problem
 from toolsets.decision import DecisionKind, Effect
 from toolsets.flags import FLAGS
 
-__all__ = ["ApprovalModel", "DefaultsModel", "FlagName", "PolicyFile", "RuleModel"]
+__all__ = [
+    "ApprovalModel",
+    "DefaultsModel",
+    "FlagName",
+    "GroupName",
+    "PolicyFile",
+    "RuleModel",
+    "ToolName",
+]
 
 
 def _checked(problem: Any, kind: str) -> Any:
@@ -93,6 +102,8 @@ FlagName = Annotated[
 _APPROVER = r"^(caller|role:\S+|user:\S+)$"
 _REDACT = r"^args(\.[^.\s]+)+$"
 _RULE_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
+_TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+_GROUP_NAME = r"^[a-z0-9_]{1,40}$"
 
 Approver = Annotated[
     str,
@@ -126,6 +137,38 @@ RuleId = Annotated[
     WithJsonSchema({"type": "string", "pattern": _RULE_ID, "description": "Unique rule id."}),
 ]
 
+ToolName = Annotated[
+    str,
+    _checked(
+        _pattern_problem(_TOOL_NAME, "tool name (letters, digits, '_' and '-', up to 64)"),
+        "tool_name",
+    ),
+    WithJsonSchema(
+        {"type": "string", "pattern": _TOOL_NAME, "description": "An exposed tool name (no globs)."}
+    ),
+]
+GroupName = Annotated[
+    str,
+    _checked(
+        _pattern_problem(_GROUP_NAME, "group name (lower-case letters, digits, '_', up to 40)"),
+        "group_name",
+    ),
+    WithJsonSchema({"type": "string", "pattern": _GROUP_NAME, "description": "A tool group name."}),
+]
+
+MessageText = Annotated[
+    str,
+    _checked(message_problem, "message"),
+    Field(
+        description=(
+            "What the model reads when refused. Placeholders such as {args.NAME}, "
+            "{session.calls}, {tool.name}, {principal.id} show the call's values, quoted and "
+            "escaped; '{{' and '}}' are literal braces."
+        )
+    ),
+]
+RuleMode = Literal["enforce", "shadow"]
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -150,7 +193,7 @@ class DefaultsModel(_Strict):
 
     effect: Effect | None = Field(None, description="Effect when no rule matches (default: ask).")
     reason: str | None = None
-    message: str | None = Field(None, description="What the model reads when refused.")
+    message: MessageText | None = None
     approval: ApprovalModel | None = None
     hide_flagged: list[FlagName] | None = Field(
         None,
@@ -174,7 +217,14 @@ class RuleModel(_Strict):
     unless: CelExpression | None = Field(None, description="Does not match when this is true.")
     effect: Effect
     reason: str | None = Field(None, description="Why, shown to operators and approvers.")
-    message: str | None = Field(None, description="What the model reads when refused.")
+    message: MessageText | None = None
+    mode: RuleMode = Field(
+        "enforce",
+        description=(
+            "'shadow': evaluated, never enforced; what it would have decided is recorded on "
+            "the decision (and in events) only."
+        ),
+    )
     approval: ApprovalModel | None = None
     redact: list[RedactPath] = Field(default_factory=list)
     accept_flags: list[FlagName] = Field(
@@ -182,6 +232,30 @@ class RuleModel(_Strict):
         description=(
             "Flags of defaults.hide_flagged that do not hide the tools this rule matches "
             "(for the callers and conditions it matches)."
+        ),
+    )
+    unlock_after: list[ToolName] | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "The tools this rule matches are hidden until one of these tools succeeded in the "
+            "session (calls are refused with message when set, else answered as unknown)."
+        ),
+    )
+    lock_after: list[ToolName] | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "The tools this rule matches are hidden once one of these tools succeeded in the "
+            "session (calls are refused with message when set, else answered as unknown)."
+        ),
+    )
+    require_first: ToolName | None = Field(
+        None,
+        description=(
+            "Until this tool succeeded in the session, calls of the other tools this rule "
+            "matches are denied (message, else a default telling the model to call it first) "
+            "and listings hide them."
         ),
     )
 
@@ -194,3 +268,12 @@ class PolicyFile(_Strict):
     version: Literal[1] = Field(description="Policy format version.")
     defaults: DefaultsModel | None = None
     rules: list[RuleModel] = Field(default_factory=list)
+    groups: dict[GroupName, Annotated[list[ToolName], Field(min_length=1)]] = Field(
+        default_factory=dict,
+        description=(
+            "Tool groups: their tools are hidden until the group is loaded in the session "
+            "(the gateway's load_NAME tool). Layered files add groups; redefining one with "
+            "other tools is an error."
+        ),
+        json_schema_extra={"additionalProperties": False},
+    )

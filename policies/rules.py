@@ -7,6 +7,7 @@ from typing import Any
 
 from policies.activation import merge_needs
 from policies.cel_conditions import Condition, Needs, compile_condition
+from policies.gates import RuleGates
 from policies.matchers import (
     PrincipalMatcher,
     StrMatcher,
@@ -34,6 +35,8 @@ class CompiledRule:
         conditional: Whether it has a ``when`` or ``unless``.
         variables: CEL variables its conditions read; ``needs``: which fields of them.
         accept_flags: Flags of ``defaults.hide_flagged`` that do not hide the tools it matches.
+        gates: Its session gates (``unlock_after``, ``lock_after``, ``require_first``), if any.
+        shadow: ``mode: shadow``: evaluated for calls, recorded on the decision, never enforced.
     """
 
     order: int
@@ -57,6 +60,8 @@ class CompiledRule:
     approval: ApprovalOptions
     redact: tuple[str, ...]
     accept_flags: frozenset[str] = frozenset()
+    gates: RuleGates | None = None
+    shadow: bool = False
 
     @property
     def literal_tools(self) -> tuple[str, ...] | None:
@@ -120,4 +125,6 @@ def compile_rule(
         approval=approval,
         redact=tuple(rule.redact),
         accept_flags=frozenset(rule.accept_flags),
+        gates=RuleGates.of(rule),
+        shadow=rule.mode == "shadow",
     )

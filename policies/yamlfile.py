@@ -101,7 +101,11 @@ def parse_model(located: Located, model: type[M], error_type: type[ConfigError] 
     try:
         return model.model_validate(located.data if located.data is not None else {})
     except ValidationError as exc:
-        issues = [located.issue(tuple(e["loc"]), _message(e)) for e in exc.errors()]
+        # "[key]": pydantic's marker for a bad mapping key; the key's own position locates it
+        locs = [tuple(p for p in e["loc"] if p != "[key]") for e in exc.errors()]
+        issues = [
+            located.issue(loc, _message(e)) for loc, e in zip(locs, exc.errors(), strict=True)
+        ]
         raise error_type(issues) from None
 
 

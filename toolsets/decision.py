@@ -14,6 +14,7 @@ __all__ = [
     "Decision",
     "DecisionKind",
     "Effect",
+    "ShadowMatch",
 ]
 
 Effect = Literal["allow", "ask", "defer", "deny", "hide"]
@@ -51,6 +52,21 @@ DEFAULT_APPROVAL: Final = ApprovalOptions()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ShadowMatch:
+    """A rule in ``mode: shadow`` that matched: what it would have decided, had it counted.
+
+    Attributes:
+        rule_id: The shadow rule.
+        effect: Its effect (``deny`` when its condition could not be evaluated).
+        reason: Its reason (or the evaluation error).
+    """
+
+    rule_id: str
+    effect: Effect
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Decision:
     """The outcome of evaluating the policy for one listing or one call.
 
@@ -63,6 +79,7 @@ class Decision:
         matched: Ids of every matching rule, in load order.
         policy_version: Hash of the loaded policy files.
         redact: Argument paths (``args.token``) to mask in events: union over matched rules.
+        shadow: Shadow rules that matched, in load order; they never change the decision.
     """
 
     effect: Effect
@@ -73,3 +90,4 @@ class Decision:
     matched: tuple[str, ...] = ()
     policy_version: str = ""
     redact: tuple[str, ...] = ()
+    shadow: tuple[ShadowMatch, ...] = ()

@@ -24,8 +24,9 @@ class Decider(Protocol):
         """The decision for this call; reads the session's history, does not change it."""
         ...
 
-    def record(self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext) -> None:
-        """Count an answered call in its session (what later decisions read as ``session``)."""
+    def record(self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, ok: bool) -> None:
+        """Count an answered call in its session (what later decisions read as ``session``);
+        ``ok``: its result was not an error."""
         ...
 
 
@@ -64,7 +65,7 @@ class PolicyToolset(WrapperToolset):
         try:
             result = await self.wrapped.call_tool(name, args, ctx, tool)
         except UpstreamError:
-            self.decider.record(tool, args, ctx)  # answered, as an error the model reads
+            self.decider.record(tool, args, ctx, ok=False)  # answered, as an error the model reads
             raise
-        self.decider.record(tool, args, ctx)
+        self.decider.record(tool, args, ctx, ok=not result.is_error)
         return result

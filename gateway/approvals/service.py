@@ -19,6 +19,7 @@ from gateway.approvals.wire import result_to_wire
 from gateway.events import types as events
 from gateway.events.model import Event
 from policies import Decision, PolicyHolder
+from policies.session import SessionState
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext, Principal
 from toolsets.errors import ApprovalConflict, AuditUnavailable, LockgateError
@@ -97,6 +98,12 @@ def may_see(call: PendingCall, who: Principal) -> bool:
     return call.kind == "external" or may_decide(call, who, as_caller=False)
 
 
+class SessionLoader(Protocol):
+    """Loads a session's state (the gateway's `SessionBook`): an edit is re-decided in it."""
+
+    async def ensure(self, ctx: CallContext) -> SessionState: ...
+
+
 class ApprovalService:
     """The one place where pending calls are created, decided, executed and delivered."""
 
@@ -108,9 +115,11 @@ class ApprovalService:
         catalogue: Catalogue,
         record: Recorder,
         validators: SchemaValidators,
+        sessions: SessionLoader | None = None,
         max_pending: int = 20,
     ) -> None:
         self.store = store
+        self._sessions = sessions
         self.policy = policy
         self._catalogue = catalogue
         self.record = record
@@ -345,7 +354,8 @@ class ApprovalService:
         principal = Principal(
             id=call.principal, roles=frozenset(call.principal_roles), tenant=call.tenant
         )
-        again = self.policy.current.evaluate_call(tool, args, principal, None)
+        session = await self._sessions.ensure(_origin(call)) if self._sessions else None
+        again = self.policy.current.evaluate_call(tool, args, principal, session)
         if again.effect in {"deny", "hide"}:
             raise DecisionRefused(f"the policy refuses the edited arguments: {again.reason}")
         copied: dict[str, Any] = json.loads(json.dumps(dict(args)))

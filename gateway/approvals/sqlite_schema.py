@@ -1,20 +1,27 @@
 """The gateway's SQLite file: its schema, versioned migrations, and how it is opened.
 
-Pending calls (`SQLitePendingStore`) and tool pins (`gateway.pins.SQLitePinStore`) live in the
-same file. Its version is ``PRAGMA user_version``; each migration moves it up by one, in one
-transaction, and a file newer than this code is refused.
+Pending calls (`SQLitePendingStore`), tool pins (`gateway.pins.SQLitePinStore`) and session
+state (`gateway.sessions.SQLiteSessionStore`) live in the same file. Its version is ``PRAGMA
+user_version``; each migration moves it up by one, in one transaction, and a file newer than
+this code is refused.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, TypeVar
+
+import anyio.to_thread
 
 from gateway.approvals.errors import PendingStoreError
 
-__all__ = ["SCHEMA_VERSION", "immediate", "open_database"]
+__all__ = ["SCHEMA_VERSION", "SQLiteFile", "immediate", "open_database"]
+
+T = TypeVar("T")
 
 # The full record is one canonical JSON text (args and result included); the other columns
 # are copies of fields that queries filter on, written from the record in one place.
@@ -36,7 +43,12 @@ _V2: Final = (
         server TEXT NOT NULL, tool TEXT NOT NULL, record TEXT NOT NULL,
         PRIMARY KEY (server, tool))""",
 )
-MIGRATIONS: Final = (_V1, _V2)
+_V3: Final = (
+    """CREATE TABLE sessions (
+        key TEXT PRIMARY KEY, updated_at REAL NOT NULL, state TEXT NOT NULL)""",
+    "CREATE INDEX sessions_by_update ON sessions (updated_at)",
+)
+MIGRATIONS: Final = (_V1, _V2, _V3)
 """Migration ``n`` (from 0) takes the file from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
@@ -85,3 +97,35 @@ def open_database(path: str) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+class SQLiteFile:
+    """One connection to the gateway's SQLite file, opened on first use and used from worker
+    threads under a lock (the event loop never waits on the disk)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` in a worker thread."""
+
+        def locked() -> T:
+            with self._lock:
+                if self._conn is None:
+                    self._conn = open_database(self.path)
+                return work(self._conn)
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def close(self) -> None:
+        """Close the connection (a later `run` opens it again)."""
+
+        def close() -> None:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await anyio.to_thread.run_sync(close)

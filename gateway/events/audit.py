@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +37,7 @@ __all__ = [
     "chain_hash",
     "entry_of",
     "open_reader",
+    "read_entries",
     "read_tail",
 ]
 
@@ -333,5 +334,23 @@ def read_tail(path: str | Path, n: int = 20) -> list[AuditEntry]:
     conn = open_reader(path)
     try:
         return _tail(conn, n)
+    finally:
+        conn.close()
+
+
+def read_entries(path: str | Path, kinds: Collection[str] = ()) -> Iterator[AuditEntry]:
+    """The entries of the audit log at ``path`` in chain order, read-only and streamed; only
+    those of ``kinds`` when given.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+        sqlite3.DatabaseError: the file is not an audit log.
+    """
+    conn = open_reader(path)
+    where = f" WHERE kind IN ({', '.join('?' * len(kinds))})" if kinds else ""
+    try:
+        rows = conn.execute(f"SELECT {COLUMNS} FROM audit{where} ORDER BY seq", tuple(kinds))
+        for row in rows:
+            yield entry_of(row)
     finally:
         conn.close()

@@ -79,7 +79,14 @@ def _call(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
 
 
 def _decision(decision: DecisionLike) -> dict[str, Any]:
-    return {"effect": decision.effect, "rule_id": decision.rule_id}
+    data: dict[str, Any] = {"effect": decision.effect, "rule_id": decision.rule_id}
+    shadow = getattr(decision, "shadow", ())  # what shadow rules would have decided, if any
+    if shadow:
+        data["shadow"] = [
+            {"rule_id": match.rule_id, "effect": match.effect, "reason": redact(match.reason)}
+            for match in shadow
+        ]
+    return data
 
 
 def _with_args(

@@ -10,20 +10,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import TypeVar
 
-import anyio.to_thread
-
-from gateway.approvals.sqlite_schema import open_database
+from gateway.approvals.sqlite_schema import SQLiteFile
 from gateway.pins.record import PinRecord
 from toolsets.canonical import canonical_json
 
 __all__ = ["MemoryPinStore", "PinStore", "SQLitePinStore"]
-
-T = TypeVar("T")
 
 
 class PinStore(ABC):
@@ -62,16 +55,14 @@ class SQLitePinStore(PinStore):
     """Pins in the gateway's SQLite file, one row per upstream tool (its record as JSON)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = os.fspath(path)
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        self._file = SQLiteFile(path)
 
     async def load(self) -> list[PinRecord]:
         def load(conn: sqlite3.Connection) -> list[PinRecord]:
             rows = conn.execute("SELECT record FROM tool_pins ORDER BY server, tool")
             return [PinRecord.from_row(json.loads(record)) for (record,) in rows]
 
-        return await self._run(load)
+        return await self._file.run(load)
 
     async def save(self, record: PinRecord) -> None:
         text = canonical_json(record.to_row()).decode()
@@ -82,22 +73,7 @@ class SQLitePinStore(PinStore):
                 (record.server, record.tool, text),
             )
 
-        await self._run(save)
+        await self._file.run(save)
 
     async def close(self) -> None:
-        def close() -> None:
-            with self._lock:
-                if self._conn is not None:
-                    self._conn.close()
-                    self._conn = None
-
-        await anyio.to_thread.run_sync(close)
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def locked() -> T:
-            with self._lock:
-                if self._conn is None:
-                    self._conn = open_database(self._path)
-                return work(self._conn)
-
-        return await anyio.to_thread.run_sync(locked)
+        await self._file.close()

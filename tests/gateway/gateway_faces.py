@@ -83,13 +83,15 @@ async def open_client(
     config: Path,
     url: str | None = None,
     message_handler: Any = None,
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    """An `mcp.Client` on ``face``: HTTP against ``url``, or stdio against ``lockgate stdio``."""
+    """An `mcp.Client` on ``face``: HTTP against ``url`` (with extra ``headers``), or stdio
+    against ``lockgate stdio``."""
     async with contextlib.AsyncExitStack() as stack:
         if face.transport == "http":
             assert url is not None, "an HTTP face needs the gateway URL"
             http = httpx2.AsyncClient(
-                headers={"Authorization": DOWNSTREAM_AUTHORIZATION},
+                headers={"Authorization": DOWNSTREAM_AUTHORIZATION, **(headers or {})},
                 timeout=httpx2.Timeout(30, read=300),
             )
             await stack.enter_async_context(http)

@@ -240,7 +240,9 @@ def test_session_record_keeps_counters_and_a_copy_of_the_last_args() -> None:
         "id": "s-9",
         "calls": 3,
         "tool_calls": {"files__read_file": 2, "files__write_file": 1},
+        "succeeded": {"files__read_file": 2, "files__write_file": 1},
         "last_args": {"files__read_file": {"path": "b"}, "files__write_file": {"path": "a"}},
+        "groups": [],
     }
 
 
