@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from gateway import cli_approvals, cli_events, cli_pins, cli_replay
+from gateway import cli_approvals, cli_events, cli_pins, cli_replay, cli_scripts
 from gateway.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_approvals.register(commands)
     cli_pins.register(commands)
     cli_events.register(commands)
+    cli_scripts.register(commands, call=_async(_run_call), config_option=_config_arg)
     policy_cli.register(commands, extra=[cli_replay.register])
     return parser
 

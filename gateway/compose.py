@@ -29,6 +29,8 @@ from gateway.group_loaders import GroupLoaders
 from gateway.metrics import Metrics
 from gateway.pins import MemoryPinStore, PinStore, SQLitePinStore, ToolPins
 from gateway.refusals import Refusals
+from gateway.scripts.build import script_hooks, script_host, script_toolset
+from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.sessions.store import MemorySessionStore, SQLiteSessionStore
 from gateway.upstreams import build_upstream
@@ -41,6 +43,7 @@ from toolsets.errors import ConfigError, ConfigIssue, LockgateError
 from toolsets.events import EventsToolset
 from toolsets.filtered import FilteredToolset
 from toolsets.function import FunctionTool, FunctionToolset, import_function
+from toolsets.hooked import CallHooks, HookedToolset
 from toolsets.mcp_server import MCPServerToolset, StatusHandler
 from toolsets.pinned import PinnedToolset
 from toolsets.policy import PolicyToolset
@@ -67,6 +70,7 @@ class Parts:
     combined: CombinedToolset
     pins: ToolPins
     sessions: SessionBook
+    scripts: ScriptHost | None
     served: Toolset
     decider: PolicyDecider
     upstreams: dict[str, MCPServerToolset]
@@ -169,11 +173,17 @@ def _children(
     on_changed: ToolsChangedHandler,
     on_status: StatusHandler,
     upstreams: dict[str, MCPServerToolset],
+    host: ScriptHost | None,
 ) -> list[Toolset]:
     children: list[Toolset] = []
-    for server in config.enabled_servers():
+    for index, server in enumerate(config.servers):
+        if not server.enabled:
+            continue
         if server.transport == "python":
             local: Toolset = _functions(config, server)
+        elif server.transport == "script":
+            assert host is not None  # a script server makes `_script_host` build one
+            local = script_toolset(config, index, host)
         else:
             local = upstreams[server.name] = build_upstream(
                 config, server, on_tools_changed=on_changed, on_status=on_status
@@ -192,6 +202,7 @@ def _chain(
     validators: SchemaValidators,
     *,
     sessions: SessionBook,
+    hooks: CallHooks | None,
 ) -> tuple[Toolset, PolicyDecider]:
     """The call chain over ``served``, and its hide predicate; each step is one wrapper in
     ``toolsets/``, and the order below is the order a call passes them (docs/architecture.md)."""
@@ -203,6 +214,8 @@ def _chain(
     chain: Toolset = EventsToolset(served, BusObserver(bus))
     chain = ApprovalRequiredToolset(chain, held)
     chain = PolicyToolset(chain, decider, refuse)
+    if hooks is not None:
+        chain = HookedToolset(chain, hooks, validators)
     chain = ValidatingToolset(chain, validators)
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
 
@@ -219,7 +232,8 @@ def compose(
     time, for upstreams still making their first connection (see `Gateway.tools`)."""
     upstreams: dict[str, MCPServerToolset] = {}
     policy, sessions = _policy(config), _sessions(config)
-    children = _children(config, on_changed, on_status, upstreams)
+    host = script_host(config, sessions)
+    children = _children(config, on_changed, on_status, upstreams, host)
     combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
     bus = EventBus(config.id, ring_size=config.events.ring_size)
     audit = _audit(config)
@@ -245,7 +259,10 @@ def compose(
         max_pending=config.approvals.max_pending_per_principal,
     )
     expiries.service = approvals
-    root, decider = _chain(config, served, bus, approvals, validators, sessions=sessions)
+    hooks = script_hooks(config, host) if host is not None else None
+    root, decider = _chain(
+        config, served, bus, approvals, validators, sessions=sessions, hooks=hooks
+    )
     return Parts(
         bus=bus,
         recorder=recorder,
@@ -259,6 +276,7 @@ def compose(
         combined=combined,
         pins=pins,
         sessions=sessions,
+        scripts=host,
         served=served,
         decider=decider,
         upstreams=upstreams,

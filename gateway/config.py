@@ -13,6 +13,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from gateway.auth import AuthConfig, token_problem
 from gateway.events.webhooks import WebhookConfig
+from gateway.scripts.config import HookConfig, SandboxConfig, ScriptConfig
+from gateway.scripts.source import check_sources
 from policies.yamlfile import Located, parse_model, read_located
 from toolsets.errors import ConfigError, ConfigIssue
 from toolsets.function import ImportPathError, import_function
@@ -64,7 +66,7 @@ class ServerConfig(_Strict):
     """One upstream MCP server, or (``transport: python``) a set of local Python functions."""
 
     name: ServerName
-    transport: Literal["stdio", "http", "sse", "python"] = "stdio"
+    transport: Literal["stdio", "http", "sse", "python", "script"] = "stdio"
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
@@ -76,6 +78,9 @@ class ServerConfig(_Strict):
     functions: list[str | FunctionConfig] = Field(
         default_factory=list,
         description="python transport: 'module:function' paths (or objects with a timeout).",
+    )
+    scripts: list[ScriptConfig] = Field(
+        default_factory=list, description="script transport: sandboxed Python tools."
     )
     timeout: float | None = Field(
         None, gt=0, description="Seconds before a call times out (default: call_timeout)."
@@ -105,6 +110,9 @@ class ServerConfig(_Strict):
         if self.transport == "python":
             if not self.functions:
                 raise ValueError("a python server needs 'functions'")
+        elif self.transport == "script":
+            if not self.scripts:
+                raise ValueError("a script server needs 'scripts'")
         elif self.transport != "stdio" and not self.url:
             raise ValueError(f"a {self.transport} server needs 'url'")
         return self
@@ -204,6 +212,10 @@ class GatewayConfig(_Strict):
     pins: PinsConfig = PinsConfig()
     events: EventsConfig = EventsConfig()
     external_tools: list[ExternalToolConfig] = Field(default_factory=list)
+    hooks: list[HookConfig] = Field(
+        default_factory=list, description="Sandboxed before_call / after_call hooks, in order."
+    )
+    sandbox: SandboxConfig = SandboxConfig()
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
     startup_wait: float = Field(
         5.0,
@@ -241,6 +253,7 @@ def _check_unique(config: GatewayConfig, located: Located) -> None:
         issues.append(located.issue(("listen", "host"), message))
     issues += _check_functions(config, located)
     issues += _check_commands(config, located)
+    issues += check_sources(config, located)
     issues += _check_files_and_tokens(config, located)
     if issues:
         raise ConfigError(issues)

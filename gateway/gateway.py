@@ -285,6 +285,10 @@ class Gateway:
             await stack.enter_async_context(self._parts.store)
             stack.push_async_callback(self._parts.pins.store.close)
             await stack.enter_async_context(self._parts.sessions)
+            scripts = self._parts.scripts
+            if scripts is not None:  # sandbox workers start and stop with the gateway
+                await stack.enter_async_context(scripts.sandbox)
+                scripts.call, scripts.visible = self.call_tool, self.tools
             report = await self._parts.store.recover()
             if report.interrupted or report.expired:
                 log.warning(

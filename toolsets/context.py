@@ -95,6 +95,7 @@ class CallContext:
         max_hold: The most seconds the caller will wait for a held call's decision before it is
             answered "pending" (None: the rule's ``hold``). A LangGraph tool asks for 0: it
             pauses the graph with ``interrupt()`` instead of waiting.
+        parent_call_id: For a call a script made (``tools.NAME(...)``), the script's call id.
     """
 
     principal: Principal = ANONYMOUS
@@ -105,6 +106,7 @@ class CallContext:
     elicit: ElicitCallback | None = None
     decision: Decision | None = None
     max_hold: float | None = None
+    parent_call_id: str | None = None
 
     def hold_for(self, hold: float) -> float:
         """A rule's ``hold``, capped by the caller's ``max_hold``."""

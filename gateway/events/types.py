@@ -75,6 +75,8 @@ def _call(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
     }
     if ctx.principal.tenant is not None:
         data["tenant"] = ctx.principal.tenant
+    if ctx.parent_call_id is not None:
+        data["parent_call_id"] = ctx.parent_call_id
     return data
 
 

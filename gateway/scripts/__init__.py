@@ -1,0 +1,1 @@
+"""Sandboxed Python in the gateway: script tools and hooks, run by pydantic-monty."""

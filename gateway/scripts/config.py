@@ -1,0 +1,62 @@
+"""The config of sandboxed scripts: script tools (``transport: script``), hooks and the pool."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["HookConfig", "SandboxConfig", "ScriptConfig", "ScriptLimits", "SourceConfig"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScriptLimits(_Strict):
+    """What one run of a script or hook may use; hitting a limit is an error result naming it."""
+
+    timeout: float = Field(5.0, gt=0, le=600, description="Seconds of wall time per run.")
+    memory_mb: int = Field(64, ge=1, le=4096, description="Heap memory, in MiB.")
+    recursion: int = Field(200, ge=10, le=10_000, description="Function call depth.")
+    sub_calls: int = Field(20, ge=0, le=1000, description="Gateway tool calls per run.")
+
+
+class SourceConfig(_Strict):
+    """Python source: a file next to the config, or inline."""
+
+    file: str | None = Field(None, description="A .py file, relative to the config file.")
+    source: str | None = Field(None, description="The source inline.")
+    limits: ScriptLimits = ScriptLimits()
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.file is None) == (self.source is None):
+            raise ValueError("give exactly one of 'file' and 'source'")
+        return self
+
+
+class ScriptConfig(SourceConfig):
+    """A script tool: ``def run(...)`` is called with the tool's arguments."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    description: str = ""
+    input_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the arguments (default: from run()'s signature)."
+    )
+
+
+class HookConfig(SourceConfig):
+    """``before_call`` and/or ``after_call`` around the calls of the tools it selects."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+    tools: list[str] = Field(
+        default_factory=lambda: ["*"], min_length=1, description="Globs on exposed tool names."
+    )
+
+
+class SandboxConfig(_Strict):
+    """The pool of sandbox worker processes (started and stopped with the gateway)."""
+
+    min_workers: int = Field(1, ge=0, le=64, description="Workers kept warm.")
+    max_workers: int = Field(4, ge=1, le=64, description="Most runs at once; others wait.")

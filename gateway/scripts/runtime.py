@@ -1,0 +1,134 @@
+"""`Sandbox`: runs script and hook functions in pydantic-monty worker processes.
+
+Every run checks a worker out of the pool (started and stopped with the gateway) and feeds it
+the source, an import of each host module it uses (``tools``, ``async_tools``, ``ctx``: see
+`gateway.scripts.host`) and one call with JSON arguments, in one round trip. Limits are
+enforced by the sandbox (time, memory, recursion) and by the host (sub-calls); a crashed worker
+is replaced by the pool. What goes wrong is a `ScriptFailed` naming the limit or the error.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+from typing import Any, Final, Self
+
+import anyio
+from pydantic_monty import (
+    AsyncMonty,
+    ExternalModule,
+    MontyCrashedError,
+    MontyError,
+    MontyRuntimeError,
+    MontySyntaxError,
+    ResourceLimits,
+)
+
+from gateway.scripts.config import SandboxConfig, ScriptLimits
+from toolsets.errors import LockgateError
+
+__all__ = ["Sandbox", "ScriptFailed"]
+
+log = logging.getLogger("lockgate.scripts")
+_LIMIT_NAMES: Final = {
+    "TimeoutError": ("time", "timeout"),
+    "MemoryError": ("memory", "memory_mb"),
+    "RecursionError": ("recursion", "recursion"),
+}
+
+
+class ScriptFailed(LockgateError):
+    """A script or hook raised, hit a limit, or its worker crashed; the message says which."""
+
+
+class Sandbox:
+    """The pool of sandbox workers, for the ``async with`` block."""
+
+    def __init__(self, config: SandboxConfig, *, longest: float = 60.0) -> None:
+        self._pool = AsyncMonty(
+            min_processes=config.min_workers,
+            max_processes=config.max_workers,
+            request_timeout=longest + 5.0,  # backstop: a worker stuck past its limits is killed
+        )
+        self._open = False
+
+    async def __aenter__(self) -> Self:
+        await self._pool.__aenter__()
+        self._open = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._open = False
+        await self._pool.__aexit__(exc_type, exc, tb)
+
+    async def call(
+        self,
+        *,
+        name: str,
+        text: str,
+        filename: str,
+        expression: str,
+        inputs: dict[str, Any],
+        limits: ScriptLimits,
+        modules: dict[str, ExternalModule],
+    ) -> Any:
+        """The value of ``expression`` (over the globals ``inputs``) after feeding ``text``
+        (named ``filename``), in a worker.
+
+        Raises:
+            ScriptFailed: the code raised, hit a limit or crashed its worker.
+        """
+        if not self._open:
+            raise ScriptFailed(f"{name}: the sandbox is not running")
+        checkout = self._pool.checkout(
+            script_name=filename, limits=_resource_limits(limits), external_modules=modules
+        )
+        try:
+            async with checkout as session:
+                # One feed: the source keeps its line numbers, and the host modules it uses are
+                # imported before anything is called.
+                imports = "".join(f"import {module}\n" for module in modules)
+                return await session.feed_run(f"{text}\n{imports}{expression}", inputs=inputs)
+        except MontyError as exc:
+            raise ScriptFailed(_describe(name, exc, limits)) from None
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:  # a value that does not convert, a pool error
+            raise ScriptFailed(f"{name} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _resource_limits(limits: ScriptLimits) -> ResourceLimits:
+    return ResourceLimits(
+        max_feed_duration_secs=limits.timeout,
+        max_memory=limits.memory_mb << 20,
+        max_recursion_depth=limits.recursion,
+        max_suspensions=4 * limits.sub_calls + 64,  # sub-calls are counted by the host
+    )
+
+
+def _describe(name: str, exc: MontyError, limits: ScriptLimits) -> str:
+    """The error message a model (and an operator) reads."""
+    if isinstance(exc, MontyCrashedError):
+        log.warning("%s: sandbox worker crashed (%s); it is replaced", name, exc)
+        if exc.timed_out:
+            return f"{name} hit its time limit ({limits.timeout:g} s, limits.timeout)"
+        return f"{name} crashed its sandbox worker ({exc}); the worker was replaced"
+    if isinstance(exc, MontySyntaxError):
+        return f"{name} has a syntax error: {exc.display('type-msg')}"
+    if not isinstance(exc, MontyRuntimeError):
+        return f"{name} failed: {exc}"
+    kind = type(exc.exception()).__name__
+    text = exc.display("type-msg")
+    if (kind in _LIMIT_NAMES and "limit" in text) or kind == "RecursionError":
+        what, key = _LIMIT_NAMES[kind]
+        value = {"timeout": f"{limits.timeout:g} s", "memory_mb": f"{limits.memory_mb} MiB"}
+        shown = value.get(key, str(limits.recursion))
+        return f"{name} hit its {what} limit ({shown}, limits.{key}): {text}"
+    frames = exc.traceback()
+    where = f" (line {frames[-1].line})" if frames else ""
+    return f"{name} raised {text}{where}"

@@ -1,0 +1,158 @@
+"""`ScriptToolset`: the script tools of one ``transport: script`` server.
+
+A call runs the script's ``run(**arguments)`` in the sandbox with the host modules of
+`gateway.scripts.host`; its return value is the result (a dict as structured content, anything
+else as text), and an exception or a hit limit is an error result the model reads.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from gateway.scripts.config import ScriptConfig, ScriptLimits
+from gateway.scripts.host import CallTool, Run, host_modules_used
+from gateway.scripts.runtime import Sandbox, ScriptFailed
+from gateway.scripts.source import ScriptSource, run_description, run_schema
+from policies.decider import SessionSource
+from toolsets.abstract import Toolset
+from toolsets.context import CallContext
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["ARGS", "ScriptHost", "ScriptToolset", "as_result"]
+
+MAX_DEPTH: Final = 4
+"""How deep scripts may call scripts (each level through the whole gateway)."""
+ARGS: Final = "__lockgate_args__"
+"""The global a run's inputs are bound to."""
+Visible = Callable[[CallContext], Awaitable[Mapping[str, ToolDef]]]
+
+
+def _is_async(source: ScriptSource, function: str) -> bool:
+    """Whether ``function`` is an ``async def`` (its call is awaited)."""
+    tree = ast.parse(source.text, source.filename)
+    return any(isinstance(n, ast.AsyncFunctionDef) and n.name == function for n in tree.body)
+
+
+def as_result(value: Any) -> ToolResult:
+    """A script's return value as a tool result (a wire result dict is taken as it is)."""
+    if isinstance(value, dict) and isinstance(value.get("content"), list):
+        return ToolResult.from_wire(value)
+    if isinstance(value, str):
+        return ToolResult.text(value)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, dict):
+        return ToolResult(content=ToolResult.text(text).content, structured_content=value)
+    return ToolResult.text(text)
+
+
+@dataclass
+class ScriptHost:
+    """What runs need of the gateway: the sandbox, sessions, and (bound once the gateway is
+    built) its ``call_tool`` and listing."""
+
+    sandbox: Sandbox
+    sessions: SessionSource
+    call: CallTool | None = None
+    visible: Visible | None = None
+    depths: dict[str, int] = field(default_factory=dict)
+
+    async def run(
+        self,
+        *,
+        name: str,
+        source: ScriptSource,
+        expression: str,
+        inputs: dict[str, Any],
+        limits: ScriptLimits,
+        ctx: CallContext,
+    ) -> Any:
+        """Evaluate ``expression`` after ``source``, as the caller in ``ctx``.
+
+        Raises:
+            ScriptFailed: it raised, hit a limit, or the gateway is not bound yet.
+        """
+        if self.call is None or self.visible is None:
+            raise ScriptFailed(f"{name}: the gateway is not running")
+        parent = self.depths.get(ctx.parent_call_id or "", 0)
+        if parent >= MAX_DEPTH:
+            raise ScriptFailed(f"{name}: scripts calling scripts nest at most {MAX_DEPTH} deep")
+        run = Run(name, ctx, self.call, self.sessions, limits.sub_calls)
+        used = host_modules_used(f"{source.text}\n{expression}")
+        calls_tools = "tools" in used or "async_tools" in used
+        names = [n for n in await self.visible(ctx) if n != name] if calls_tools else []
+        self.depths[ctx.call_id] = parent + 1
+        try:
+            value = await self.sandbox.call(
+                name=name,
+                text=source.text,
+                filename=source.filename,
+                expression=expression,
+                inputs=inputs,
+                limits=limits,
+                modules=run.modules(used, names),
+            )
+        except ScriptFailed:
+            run.check()  # the limit is the cause, whatever the code made of it
+            raise
+        finally:
+            del self.depths[ctx.call_id]
+        run.check()
+        return value
+
+
+class ScriptToolset(Toolset):
+    """One tool per configured script; a fixed catalogue."""
+
+    def __init__(
+        self,
+        server: str,
+        scripts: Sequence[tuple[ScriptConfig, ScriptSource]],
+        host: ScriptHost,
+        *,
+        prefix: str,
+    ) -> None:
+        self._server, self._prefix = server, prefix
+        self._scripts = {config.name: (config, source) for config, source in scripts}
+        self._calls = {
+            config.name: f"{'await ' if _is_async(source, 'run') else ''}run(**{ARGS})"
+            for config, source in scripts
+        }
+        self._host = host
+        self._tools = {
+            config.name: ToolDef(
+                name=config.name,
+                description=config.description or run_description(source),
+                input_schema=config.input_schema or run_schema(source),
+                server=server,
+            )
+            for config, source in scripts
+        }
+
+    @property
+    def label(self) -> str:
+        return self._server
+
+    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        return self._tools
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
+        config, source = self._scripts[tool.upstream_name]
+        try:
+            value = await self._host.run(
+                name=f"{self._prefix}__{tool.upstream_name}",  # as the caller knows it
+                source=source,
+                expression=self._calls[tool.upstream_name],
+                inputs={ARGS: dict(args)},
+                limits=config.limits,
+                ctx=ctx,
+            )
+        except ScriptFailed as exc:
+            return ToolResult.error(str(exc))
+        return as_result(value)
