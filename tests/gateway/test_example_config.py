@@ -25,16 +25,16 @@ def gateway_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "configs" / "gateway.yaml"
 
 
-def test_the_example_config_is_valid_and_names_two_servers() -> None:
+def test_the_example_config_is_valid_and_names_two_servers_and_a_script_server() -> None:
     config = load_config(CONFIGS / "gateway.yaml")
 
-    assert [server.name for server in config.enabled_servers()] == ["files", "tickets"]
+    assert [server.name for server in config.enabled_servers()] == ["files", "tickets", "ops"]
 
 
 async def test_it_lists_the_files_and_tickets_tools(client: Client) -> None:
     listed = {tool.name for tool in (await client.list_tools()).tools}
 
-    assert {name.split("__")[0] for name in listed} == {"files", "tickets"}
+    assert {name.split("__")[0] for name in listed} == {"files", "tickets", "ops"}
     assert {"files__read_file", "files__write_file", "files__list_directory"} <= listed
     assert {"tickets__create_ticket", "tickets__list_tickets"} <= listed
 
@@ -60,3 +60,11 @@ async def test_a_path_outside_the_workspace_is_an_error_result(client: Client) -
 
     assert result.is_error
     assert "outside the workspace" in text_of(result)
+
+
+async def test_the_example_script_tool_summarises_the_tickets(client: Client) -> None:
+    result = await client.call_tool("ops__ticket_summary", {"status": "open"})
+
+    assert not result.is_error
+    assert result.structured_content is not None
+    assert "Welcome to lockgate" in result.structured_content["titles"]

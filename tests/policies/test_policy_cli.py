@@ -27,7 +27,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_check_accepts_valid_files(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "check", str(DEFAULT_POLICY), EFFECTS)
     assert (code, err) == (0, "")
-    assert out.startswith("ok: 2 files, 19 rules, version ")
+    assert out.startswith("ok: 2 files, 20 rules, version ")
 
 
 def test_check_lists_every_error_with_its_location(capsys: pytest.CaptureFixture[str]) -> None:

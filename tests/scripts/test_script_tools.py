@@ -16,6 +16,7 @@ from mcp import Client
 from script_support import OPS, ctx, scripts_config
 from support import MODES, serve_asgi
 
+from gateway.events.audit import AuditLog
 from gateway.gateway import Gateway
 from gateway.http_app import build_app
 from toolsets.errors import ConfigError
@@ -86,6 +87,11 @@ async def test_a_composite_script_waits_for_its_held_sub_call_and_links_the_even
     assert [e.data["tool"] for e in sub_calls] == ["echo__echo"]
     assert sub_calls[0].data["parent_call_id"] == script_call.data["call_id"]
     assert seen[-1].data["parent_call_id"] == script_call.data["call_id"]
+    async with AuditLog(tmp_path / "var" / "audit.db") as audit:
+        logged = [e.body["data"] for e in await audit.tail(50) if e.kind == "tool.result"]
+    parents = {d["tool"]: d.get("parent_call_id") for d in logged}
+    assert parents["echo__weather"] == script_call.data["call_id"]
+    assert parents["ops__composite"] is None
 
 
 async def test_async_tools_fan_out_and_a_denied_sub_call_reaches_the_model(
