@@ -27,7 +27,7 @@ from toolsets.context import CallContext
 from toolsets.errors import LockgateError
 from toolsets.result import ToolResult
 
-__all__ = ["HOST_MODULES", "CallTool", "Run", "host_modules_used", "result_value"]
+__all__ = ["HOST_MODULES", "CallTool", "Dispatch", "Run", "host_modules_used", "result_value"]
 
 HOST_MODULES: Final = ("tools", "async_tools", "ctx")
 
@@ -37,11 +37,6 @@ def host_modules_used(text: str) -> tuple[str, ...]:
     """The host modules ``text`` names (only those are built and imported for a run)."""
     names = {node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name)}
     return tuple(module for module in HOST_MODULES if module in names)
-
-
-def _in_loop(token: Any, method: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """Run ``method`` on the gateway's event loop (sandbox callbacks come from other threads)."""
-    return anyio.from_thread.run_sync(functools.partial(method, *args, **kwargs), token=token)
 
 
 CallTool = Callable[[str, Mapping[str, Any], CallContext], Awaitable[ToolResult]]
@@ -71,31 +66,6 @@ class Run:
     sub_calls: int = 0
     over_limit: bool = field(default=False)
 
-    def modules(self, used: Iterable[str], names: Iterable[str]) -> dict[str, ExternalModule]:
-        """The host modules the code ``used``, with one function per tool ``names`` lists."""
-        token = anyio.lowlevel.current_token()
-        names = list(names)
-        built: dict[str, Callable[[], dict[str, Any]]] = {
-            "tools": lambda: {n: functools.partial(self._blocking, token, n) for n in names},
-            "async_tools": lambda: {n: functools.partial(self._sub_call, n) for n in names},
-            "ctx": lambda: self._context(token),
-        }
-        return {module: ExternalModule(built[module]()) for module in used}
-
-    def _context(self, token: Any) -> dict[str, Any]:
-        return {
-            "principal": self.ctx.principal.id,
-            "session_id": self.ctx.session_id,
-            **{
-                name: functools.partial(_in_loop, token, method)
-                for name, method in (
-                    ("get_variable", self._get_variable),
-                    ("set_variable", self._set_variable),
-                    ("remove_variable", self._remove_variable),
-                )
-            },
-        }
-
     def check(self) -> None:
         """Raise if the run went over its sub-call cap (even if the code caught the error)."""
         if self.over_limit:
@@ -103,10 +73,8 @@ class Run:
                 f"{self.name} hit its sub-call limit ({self.max_sub_calls}, limits.sub_calls)"
             )
 
-    def _blocking(self, token: Any, name: str, /, **args: Any) -> Any:
-        return anyio.from_thread.run(functools.partial(self._sub_call, name, **args), token=token)
-
-    async def _sub_call(self, name: str, /, **args: Any) -> Any:
+    async def sub_call(self, name: str, /, **args: Any) -> Any:
+        """``tools.NAME(**args)``: the tool's result, or ``RuntimeError`` with its error."""
         self.sub_calls += 1
         if self.sub_calls > self.max_sub_calls:
             self.over_limit = True
@@ -124,14 +92,56 @@ class Run:
             raise RuntimeError(f"{name}: {result.first_text()}")
         return result_value(result)
 
-    def _get_variable(self, name: str, default: Any = None) -> Any:
+    def get_variable(self, name: str, default: Any = None) -> Any:
         return self.sessions.get(self.ctx).get_variable(name, default)
 
-    def _set_variable(self, name: str, value: Any) -> None:
+    def set_variable(self, name: str, value: Any) -> None:
         self.sessions.get(self.ctx).set_variable(name, value)
         self.sessions.changed(self.ctx)
 
-    def _remove_variable(self, name: str) -> bool:
+    def remove_variable(self, name: str) -> bool:
         removed = self.sessions.get(self.ctx).remove_variable(name)
         self.sessions.changed(self.ctx)
         return removed
+
+
+class Dispatch:
+    """The host modules of one sandbox session; each feed points them at its `Run` (a session
+    kept warm serves several runs of one caller's session, one after another)."""
+
+    def __init__(self, ctx: CallContext, used: Iterable[str], names: Iterable[str]) -> None:
+        self.run: Run | None = None
+        self._token = anyio.lowlevel.current_token()
+        names = list(names)
+        built: dict[str, Callable[[], dict[str, Any]]] = {
+            "tools": lambda: {n: functools.partial(self._blocking, n) for n in names},
+            "async_tools": lambda: {n: functools.partial(self._awaited, n) for n in names},
+            "ctx": lambda: self._context(ctx),
+        }
+        self.modules = {module: ExternalModule(built[module]()) for module in used}
+
+    def _current(self) -> Run:
+        if self.run is None:
+            raise RuntimeError("no script is running")
+        return self.run
+
+    def _blocking(self, name: str, /, **args: Any) -> Any:
+        call = functools.partial(self._awaited, name, **args)
+        return anyio.from_thread.run(call, token=self._token)
+
+    async def _awaited(self, name: str, /, **args: Any) -> Any:
+        return await self._current().sub_call(name, **args)
+
+    def _context(self, ctx: CallContext) -> dict[str, Any]:
+        def variables(method: str) -> Callable[..., Any]:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                bound = functools.partial(getattr(self._current(), method), *args, **kwargs)
+                return anyio.from_thread.run_sync(bound, token=self._token)
+
+            return call
+
+        return {
+            "principal": ctx.principal.id,
+            "session_id": ctx.session_id,
+            **{m: variables(m) for m in ("get_variable", "set_variable", "remove_variable")},
+        }

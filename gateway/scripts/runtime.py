@@ -10,12 +10,14 @@ is replaced by the pool. What goes wrong is a `ScriptFailed` naming the limit or
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Hashable
 from types import TracebackType
 from typing import Any, Final, Self
 
 import anyio
 from pydantic_monty import (
     AsyncMonty,
+    AsyncMontySession,
     ExternalModule,
     MontyCrashedError,
     MontyError,
@@ -25,11 +27,14 @@ from pydantic_monty import (
 )
 
 from gateway.scripts.config import SandboxConfig, ScriptLimits
+from gateway.scripts.warm import Bound, WarmSessions
 from toolsets.errors import LockgateError
 
 __all__ = ["Sandbox", "ScriptFailed"]
 
 log = logging.getLogger("lockgate.scripts")
+SUSPENSIONS: Final = 1_000_000
+"""Host calls a sandbox session may make in all (a backstop; see `_resource_limits`)."""
 _LIMIT_NAMES: Final = {
     "TimeoutError": ("time", "timeout"),
     "MemoryError": ("memory", "memory_mb"),
@@ -50,6 +55,8 @@ class Sandbox:
             max_processes=config.max_workers,
             request_timeout=longest + 5.0,  # backstop: a worker stuck past its limits is killed
         )
+        # Warm sessions hold workers: two always stay free for new runs.
+        self._warm = WarmSessions(limit=max(config.max_workers - 2, 0))
         self._open = False
 
     async def __aenter__(self) -> Self:
@@ -64,6 +71,7 @@ class Sandbox:
         tb: TracebackType | None,
     ) -> None:
         self._open = False
+        await self._warm.close()
         await self._pool.__aexit__(exc_type, exc, tb)
 
     async def call(
@@ -75,25 +83,43 @@ class Sandbox:
         expression: str,
         inputs: dict[str, Any],
         limits: ScriptLimits,
-        modules: dict[str, ExternalModule],
+        key: Hashable,
+        bind: Callable[[], Bound],
+        run: Any,
     ) -> Any:
         """The value of ``expression`` (over the globals ``inputs``) after feeding ``text``
-        (named ``filename``), in a worker.
+        (named ``filename``), in a worker: a warm session of ``key`` if there is one (see
+        `WarmSessions`), else a new one whose host modules ``bind`` makes; ``run`` serves them.
 
         Raises:
             ScriptFailed: the code raised, hit a limit or crashed its worker.
         """
         if not self._open:
             raise ScriptFailed(f"{name}: the sandbox is not running")
-        checkout = self._pool.checkout(
-            script_name=filename, limits=_resource_limits(limits), external_modules=modules
-        )
+
+        def checkout(modules: dict[str, ExternalModule]) -> AsyncMontySession:
+            return self._pool.checkout(
+                script_name=filename, limits=_resource_limits(limits), external_modules=modules
+            )
+
+        def bound() -> Bound:
+            made = bind()
+            imports.append("".join(f"import {module}\n" for module in made.modules))
+            return made
+
+        imports: list[str] = []
         try:
-            async with checkout as session:
-                # One feed: the source keeps its line numbers, and the host modules it uses are
-                # imported before anything is called.
-                imports = "".join(f"import {module}\n" for module in modules)
-                return await session.feed_run(f"{text}\n{imports}{expression}", inputs=inputs)
+            # A new session gets one feed: the source (keeping its line numbers), an import of
+            # each host module it uses, and the call; a warm one just the call.
+            return await self._warm.feed(
+                key,
+                checkout=checkout,
+                bind=bound,
+                run=run,
+                first=lambda: f"{text}\n{imports[0]}{expression}",
+                again=expression,
+                inputs=inputs,
+            )
         except MontyError as exc:
             raise ScriptFailed(_describe(name, exc, limits)) from None
         except anyio.get_cancelled_exc_class():
@@ -107,7 +133,9 @@ def _resource_limits(limits: ScriptLimits) -> ResourceLimits:
         max_feed_duration_secs=limits.timeout,
         max_memory=limits.memory_mb << 20,
         max_recursion_depth=limits.recursion,
-        max_suspensions=4 * limits.sub_calls + 64,  # sub-calls are counted by the host
+        # Counted per session, over all its runs: sub-calls are capped by the host per run, and
+        # a warm session is retired long before this (`WarmSessions.max_runs`).
+        max_suspensions=SUSPENSIONS,
     )
 
 

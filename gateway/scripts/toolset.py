@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gateway.scripts.config import ScriptConfig, ScriptLimits
-from gateway.scripts.host import CallTool, Run, host_modules_used
+from gateway.scripts.host import CallTool, Dispatch, Run, host_modules_used
 from gateway.scripts.runtime import Sandbox, ScriptFailed
 from gateway.scripts.source import ScriptSource, run_description, run_schema
 from policies.decider import SessionSource
@@ -84,7 +84,9 @@ class ScriptHost:
         run = Run(name, ctx, self.call, self.sessions, limits.sub_calls)
         used = host_modules_used(f"{source.text}\n{expression}")
         calls_tools = "tools" in used or "async_tools" in used
-        names = [n for n in await self.visible(ctx) if n != name] if calls_tools else []
+        names = tuple(n for n in await self.visible(ctx) if n != name) if calls_tools else ()
+        principal = ctx.principal
+        key = (source, limits, principal.id, principal.tenant, ctx.session_id, used, names)
         self.depths[ctx.call_id] = parent + 1
         try:
             value = await self.sandbox.call(
@@ -94,7 +96,9 @@ class ScriptHost:
                 expression=expression,
                 inputs=inputs,
                 limits=limits,
-                modules=run.modules(used, names),
+                key=key,
+                bind=lambda: Dispatch(ctx, used, names),
+                run=run,
             )
         except ScriptFailed:
             run.check()  # the limit is the cause, whatever the code made of it

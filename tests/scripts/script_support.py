@@ -42,6 +42,7 @@ def scripts_config(
     *,
     hooks: list[dict[str, Any]] | None = None,
     limits: dict[str, Any] | None = None,
+    workers: int = 4,
 ) -> Path:
     """A config: the echo server, a script server ``ops`` with ``scripts`` (name -> source),
     the suite's policy, memory approvals."""
@@ -57,5 +58,5 @@ def scripts_config(
         policies={"files": [str(tmp_path / "policy.yaml")]},
         approvals={"store": "memory"},
         hooks=hooks or [],
-        sandbox={"min_workers": 1, "max_workers": 2},
+        sandbox={"min_workers": 1, "max_workers": workers},
     )

@@ -4,6 +4,7 @@ session, and every limit stopping a run with a clear error while other calls go 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -220,3 +221,27 @@ async def test_script_tools_over_mcp_in_both_eras(tmp_path: Path, mode: str) -> 
     assert listed["ops__fan_out"].input_schema["properties"]["texts"]["type"] == "array"
     assert result.content[0].text == '["x", "y"]'  # type: ignore[union-attr]
     assert invalid.is_error  # refused before the sandbox ran
+
+
+async def test_warm_sessions_never_share_module_state_across_sessions(tmp_path: Path) -> None:
+    remembers = """
+seen = []
+
+def run(note: str) -> list:
+    seen.append(note)
+    return list(seen) + [tools.echo__echo(text=ctx.principal)]
+"""
+    config = scripts_config(tmp_path, {"remembers": remembers}, workers=4)
+    async with Gateway.from_config(config) as gateway:
+        first = [
+            json.loads(
+                (await _call(gateway, "ops__remembers", {"note": f"a{i}"}, "s1")).first_text()
+            )
+            for i in range(3)
+        ]
+        other = json.loads(
+            (await _call(gateway, "ops__remembers", {"note": "b"}, "s2")).first_text()
+        )
+    assert first[0] == ["a0", "agent:a"]
+    assert other == ["b", "agent:a"]  # s1's notes never reach s2
+    assert all(run[-2] == f"a{i}" for i, run in enumerate(first))

@@ -1,0 +1,121 @@
+"""`WarmSessions`: sandbox sessions kept checked out between runs of one caller's session.
+
+A run costs a worker checkout and a feed of the whole source; a warm session has the source fed
+already, so the next run of the same code, by the same principal in the same session with the
+same tools, is one feed of the call. At most ``limit`` sessions are kept (each holds a worker),
+one per key, each for at most ``ttl`` seconds idle and ``max_runs`` runs; a run that fails (an
+error, a hit limit, a cancellation) discards its session. Module globals of a script may
+therefore survive between runs of one session; they never cross sessions or principals.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+from pydantic_monty import AsyncMontySession, ExternalModule
+
+__all__ = ["Bound", "WarmSessions"]
+
+
+class Bound(Protocol):
+    """A session's host modules and the run they serve now (`gateway.scripts.host.Dispatch`)."""
+
+    modules: dict[str, ExternalModule]
+    run: Any
+
+
+@dataclass
+class _Warm:
+    session: AsyncMontySession
+    bound: Bound
+    since: float
+    runs: int = 0
+
+
+Checkout = Callable[[dict[str, ExternalModule]], AsyncMontySession]
+
+
+class WarmSessions:
+    """Idle, fed sessions by key."""
+
+    def __init__(self, *, limit: int, ttl: float = 30.0, max_runs: int = 500) -> None:
+        self._limit, self._ttl, self.max_runs = limit, ttl, max_runs
+        self._idle: dict[Hashable, _Warm] = {}
+
+    async def feed(
+        self,
+        key: Hashable,
+        *,
+        checkout: Checkout,
+        bind: Callable[[], Bound],
+        run: Any,
+        first: Callable[[], str],
+        again: str,
+        inputs: dict[str, Any],
+    ) -> Any:
+        """Feed ``again`` to the warm session of ``key`` (or ``first`` to a new one), with
+        ``run`` serving its host modules."""
+        await self._expire()
+        warm = self._idle.pop(key, None)
+        code = again
+        if warm is not None and not _alive(warm.session.worker_pid):
+            await _close(warm)  # its worker died while idle: the pool replaces it
+            warm = None
+        if warm is None:
+            bound = bind()
+            session = checkout(bound.modules)
+            await session.__aenter__()
+            warm, code = _Warm(session, bound, 0.0), first()
+        warm.bound.run = run
+        try:
+            value = await warm.session.feed_run(code, inputs=inputs)
+        except BaseException:
+            await _close(warm)
+            raise
+        finally:
+            warm.bound.run = None
+        await self._keep(key, warm)
+        return value
+
+    async def _keep(self, key: Hashable, warm: _Warm) -> None:
+        warm.runs += 1
+        if self._limit <= 0 or key in self._idle or warm.runs >= self.max_runs:
+            await _close(warm)
+            return
+        while len(self._idle) >= self._limit:
+            await _close(self._idle.pop(next(iter(self._idle))))
+        warm.since = time.monotonic()
+        self._idle[key] = warm
+
+    async def _expire(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, w in self._idle.items() if now - w.since > self._ttl]:
+            await _close(self._idle.pop(key))
+
+    async def close(self) -> None:
+        """Return every idle session's worker to the pool."""
+        idle, self._idle = self._idle, {}
+        for warm in idle.values():
+            await _close(warm)
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return True  # a remote worker: its failures surface on the feed
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _close(warm: _Warm) -> None:
+    with anyio.CancelScope(shield=True):
+        await warm.session.__aexit__(None, None, None)
