@@ -12,7 +12,7 @@ from policies.session import SessionState
 from toolsets.context import Principal
 from toolsets.tooldef import ToolDef
 
-__all__ = ["build_context", "merge_needs"]
+__all__ = ["build_context", "merge_needs", "principal_value", "tool_value"]
 
 
 def merge_needs(needs: Iterable[Needs]) -> Needs:
@@ -34,7 +34,7 @@ def _pick(value: Mapping[str, Any], fields: frozenset[str] | None) -> dict[str, 
     return {key: value[key] for key in fields if key in value}
 
 
-def _tool_value(tool: ToolDef) -> dict[str, Any]:
+def tool_value(tool: ToolDef) -> dict[str, Any]:
     return {
         "name": tool.name,
         "server": tool.server,
@@ -44,7 +44,7 @@ def _tool_value(tool: ToolDef) -> dict[str, Any]:
     }
 
 
-def _principal_value(principal: Principal) -> dict[str, Any]:
+def principal_value(principal: Principal) -> dict[str, Any]:
     return {
         "id": principal.id,
         "roles": sorted(principal.roles),
@@ -67,11 +67,11 @@ def build_context(
     """
     variables: dict[str, Any] = {}
     if "tool" in needs:
-        variables["tool"] = _pick(_tool_value(tool), needs["tool"])
+        variables["tool"] = _pick(tool_value(tool), needs["tool"])
     if "args" in needs:
         variables["args"] = _pick(args or {}, needs["args"])
     if "principal" in needs:
-        variables["principal"] = _pick(_principal_value(principal), needs["principal"])
+        variables["principal"] = _pick(principal_value(principal), needs["principal"])
     if "session" in needs:
         variables["session"] = _pick((session or SessionState("")).cel_value(), needs["session"])
     try:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from policies.activation import principal_value, tool_value
 from policies.session import SessionState
 from toolsets.context import Principal
 from toolsets.sanitize import CUT_MARKER, served_text
@@ -105,8 +106,8 @@ class MessageTemplate:
         roots: dict[str, Callable[[], Any]] = {
             "args": lambda: args if args is not None else _MISSING,
             "session": lambda: session.cel_value() if session is not None else _MISSING,
-            "tool": lambda: _tool_value(tool),
-            "principal": lambda: _principal_value(principal),
+            "tool": lambda: tool_value(tool),
+            "principal": lambda: principal_value(principal),
         }
         values: dict[str, Any] = {}
         out: list[str] = []
@@ -144,25 +145,6 @@ def _lookup(value: Any, path: Sequence[str]) -> Any:
         else:
             return _MISSING
     return value
-
-
-def _tool_value(tool: ToolDef) -> dict[str, Any]:
-    return {
-        "name": tool.name,
-        "server": tool.server,
-        "upstream_name": tool.upstream_name,
-        "annotations": dict(tool.annotations or {}),
-        "flags": list(tool.flags),
-    }
-
-
-def _principal_value(principal: Principal) -> dict[str, Any]:
-    return {
-        "id": principal.id,
-        "roles": sorted(principal.roles),
-        "claims": dict(principal.claims),
-        "tenant": principal.tenant,
-    }
 
 
 def render_value(value: Any, max_chars: int = MAX_VALUE_CHARS) -> str:
