@@ -13,10 +13,10 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.api_errors import BadRequest, error_response, read_json
 from gateway.api_pins import pin_routes
+from gateway.approvals.access import may_see
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
-from gateway.approvals.service import may_see
 from gateway.auth import Authenticator, Role, bearer_token
 from gateway.events.scopes import approver_scope, subscriber_scope
 from gateway.events.sse import Visible, events_endpoint

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from gateway.approvals.access import may_decide
 from gateway.approvals.errors import PendingConflict, PendingNotFound
 from gateway.approvals.pending import Kind, PendingCall
 from gateway.approvals.recording import outcome_of, requested, value_result
@@ -33,8 +34,6 @@ __all__ = [
     "NotAnApprover",
     "Recorder",
     "TooManyPending",
-    "may_decide",
-    "may_see",
 ]
 
 log = logging.getLogger("lockgate.approvals")
@@ -69,33 +68,6 @@ def _origin(call: PendingCall) -> CallContext:
         session_id=call.session_id,
         call_id=call.call_id,
     )
-
-
-def may_decide(call: PendingCall, who: Principal, *, as_caller: bool) -> bool:
-    """Whether ``who`` may decide ``call`` (as its caller, or as a configured approver).
-
-    A rule naming only ``caller`` still lets any configured approver decide: that is the
-    fallback channel when the caller's client cannot be asked (no elicitation capability).
-    """
-    if who.tenant != call.tenant:  # tenants are partitioned outright
-        return False
-    if as_caller:
-        return "caller" in call.approvers and who.id == call.principal
-    named = [a for a in call.approvers if a != "caller"]
-    if not named:
-        return True
-    return any(
-        a == who.id or (a.startswith("role:") and a.removeprefix("role:") in who.roles)
-        for a in named
-    )
-
-
-def may_see(call: PendingCall, who: Principal) -> bool:
-    """Whether an approver or worker ``who`` may see ``call``: the approvals it may decide, and
-    every external call (any worker or approver may post its result)."""
-    if who.tenant != call.tenant:
-        return False
-    return call.kind == "external" or may_decide(call, who, as_caller=False)
 
 
 class SessionLoader(Protocol):

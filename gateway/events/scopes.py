@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from fnmatch import fnmatchcase
 
-from gateway.approvals.service import may_see
+from gateway.approvals.access import may_see
 from gateway.approvals.store import PendingStore
 from gateway.events.filters import EventFilter
 from gateway.events.model import Event
