@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import sys
 import time
 from typing import Any
 
+import anyio
 import httpx2
 
+from gateway.cli_events import format_event, stream_events
+from gateway.events.model import Event
 from toolsets.errors import LockgateError
 
 __all__ = ["ApiError", "api_request", "connection_options", "register"]
@@ -127,13 +132,45 @@ def _decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def watch_line(event: Event) -> str:
+    """One line per held call and per decision, with the command that decides it."""
+    data = event.data
+    id, tool = data.get("approval_id") or data.get("pending_id"), data.get("tool")
+    if event.type == "tool.approval.requested":
+        rule = (data.get("decision") or {}).get("rule_id") or "default"
+        return (
+            f"{event.time} held {id}: {tool} for {data.get('principal')} (rule {rule}): "
+            f"{data.get('reason')} -- approve with: lockgate approvals approve {id}"
+        )
+    if event.type == "tool.approval.resolved":
+        return (
+            f"{event.time} {data.get('decision')} {id}: {tool} by {data.get('decided_by')} "
+            f"via {data.get('channel')}"
+        )
+    return format_event(event)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("LOCKGATE_APPROVER_TOKEN")
+    if not token:
+        raise ApiError("an approver token is needed: --token or LOCKGATE_APPROVER_TOKEN")
+    url = args.url.rstrip("/") + "/api/events"
+    headers = {"Authorization": f"Bearer {token}", "X-Lockgate-Channel": "cli"}
+    params = {"types": "tool.approval.*,tool.deferred"}
+    stream = functools.partial(stream_events, line_of=watch_line)
+    try:
+        return anyio.run(stream, url, params, headers, args, sys.stdout)
+    except Exception as exc:  # refused token, bad URL: one line, no traceback
+        raise ApiError(str(exc)) from None
+
+
 def connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("LOCKGATE_URL", DEFAULT_URL))
     parser.add_argument("--token", help="approver token (default: $LOCKGATE_APPROVER_TOKEN)")
 
 
 def register(subparsers: Any) -> None:
-    """Add ``approvals list|show|approve|deny|edit|respond``."""
+    """Add ``approvals list|show|watch|approve|deny|edit|respond``."""
     approvals = subparsers.add_parser("approvals", help="list and decide held calls")
     commands = approvals.add_subparsers(dest="approvals_command", required=True, metavar="ACTION")
     listing = commands.add_parser("list", help="list approvals")
@@ -156,7 +193,12 @@ def register(subparsers: Any) -> None:
         if extra:
             sub.add_argument(extra, required=name != "deny", help=f"{name}: {extra[2:]}")
         sub.set_defaults(func=_decide, decision=name)
+    watch = commands.add_parser("watch", help="print held calls and decisions as they happen")
+    watch.add_argument("--json", action="store_true", help="print each CloudEvent as JSON")
+    watch.add_argument("-n", "--count", type=int, help="exit after this many events")
+    watch.set_defaults(func=_watch)
     for sub in (
+        watch,
         listing,
         show,
         *[commands.choices[n] for n in ("approve", "deny", "edit", "respond")],

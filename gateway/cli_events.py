@@ -135,12 +135,26 @@ def _events_tail(args: argparse.Namespace) -> int:
     if not url.endswith(EVENTS_PATH):
         url += EVENTS_PATH
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return anyio.run(_stream, url, {"types": args.types}, headers, args, sys.stdout)
+    print(
+        f"following the events of the gateway at {url} (a `lockgate call` runs its own gateway in"
+        " its own process: its events are in the audit log, not here)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return anyio.run(stream_events, url, {"types": args.types}, headers, args, sys.stdout)
 
 
-async def _stream(
-    url: str, params: dict[str, str], headers: dict[str, str], args: argparse.Namespace, out: TextIO
+async def stream_events(
+    url: str,
+    params: dict[str, str],
+    headers: dict[str, str],
+    args: argparse.Namespace,
+    out: TextIO,
+    *,
+    line_of: Callable[[Event], str] = format_event,
 ) -> int:
+    """Print the gateway's events at ``url`` (``args.json``: as CloudEvents; ``args.count``:
+    stop after that many) until it ends; the exit code."""
     seen = 0
     timeout = httpx2.Timeout(10.0, read=None)
     try:
@@ -156,7 +170,7 @@ async def _stream(
                 if not message.data:
                     continue
                 event = Event.from_cloudevent(json.loads(message.data))
-                line = event.json_bytes.decode() if args.json else format_event(event)
+                line = event.json_bytes.decode() if args.json else line_of(event)
                 print(line, file=out, flush=True)
                 seen += 1
                 if args.count is not None and seen >= args.count:
