@@ -26,6 +26,10 @@ __all__ = ["DEFAULT_AUDIT_DB", "DEFAULT_URL", "format_event", "main", "register"
 DEFAULT_AUDIT_DB: Final = "var/audit.db"
 DEFAULT_URL: Final = "http://127.0.0.1:8765"
 EVENTS_PATH: Final = "/api/events"
+NOT_HERE: Final = (
+    "a `lockgate call` runs a gateway of its own, in its own process: its events are in the "
+    "audit log (`lockgate audit tail`), not on this stream"
+)
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -38,7 +42,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``events`` and ``audit`` commands; each sets ``func(args) -> exit code``."""
     events = subparsers.add_parser("events", help="watch a running gateway's events")
     events_commands = events.add_subparsers(dest="events_command", required=True)
-    tail = events_commands.add_parser("tail", help="stream events as they happen")
+    tail = events_commands.add_parser(
+        "tail",
+        help="stream a running gateway's events as they happen",
+        description=f"Stream the events of the gateway serving --url ({NOT_HERE}).",
+    )
     tail.add_argument("--types", default="*", help="comma-separated type patterns (tool.*)")
     tail.add_argument("--url", default=DEFAULT_URL, help=f"gateway URL (default {DEFAULT_URL})")
     tail.add_argument("--token", help="subscriber or approver token (default: $LOCKGATE_TOKEN)")
@@ -135,12 +143,8 @@ def _events_tail(args: argparse.Namespace) -> int:
     if not url.endswith(EVENTS_PATH):
         url += EVENTS_PATH
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    print(
-        f"following the events of the gateway at {url} (a `lockgate call` runs its own gateway in"
-        " its own process: its events are in the audit log, not here)",
-        file=sys.stderr,
-        flush=True,
-    )
+    if sys.stderr.isatty():  # for people; scripts read only events (and errors) here
+        print(f"following the events of the gateway at {url} ({NOT_HERE})", file=sys.stderr)
     return anyio.run(stream_events, url, {"types": args.types}, headers, args, sys.stdout)
 
 
