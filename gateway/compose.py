@@ -64,7 +64,6 @@ class Parts:
     audit_sink: AuditSink | None
     metrics: Metrics
     policy: PolicyHolder
-    store: PendingStore
     approvals: ApprovalService
     sealer: RequestStateSealer
     combined: CombinedToolset
@@ -220,6 +219,45 @@ def _chain(
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
 
 
+def _events(config: GatewayConfig) -> tuple[EventBus, AuditLog | None, AuditSink | None, Recorder]:
+    """The bus, the audit log and its sink (when enabled), and the recorder over them."""
+    bus = EventBus(config.id, ring_size=config.events.ring_size)
+    audit = _audit(config)
+    audit_sink = AuditSink(bus, audit) if audit is not None else None
+    return bus, audit, audit_sink, Recorder(bus, audit_sink)
+
+
+def _approvals(
+    config: GatewayConfig,
+    policy: PolicyHolder,
+    recorder: Recorder,
+    *,
+    validators: SchemaValidators,
+    sessions: SessionBook,
+    served: Toolset,
+    warm_up: Callable[[], Awaitable[None]],
+) -> ApprovalService:
+    """The approval service over its pending store (which announces each expiry through it);
+    it looks tools up in the ``served`` catalogue, after the first ``warm_up``."""
+
+    async def catalogue() -> dict[str, ToolDef]:
+        await warm_up()
+        return await served.get_tools(CallContext())
+
+    expiries = _Expiries()
+    approvals = ApprovalService(
+        _store(config, expiries),
+        policy,
+        catalogue=catalogue,
+        record=recorder.record,
+        validators=validators,
+        sessions=sessions,
+        max_pending=config.approvals.max_pending_per_principal,
+    )
+    expiries.service = approvals
+    return approvals
+
+
 def compose(
     config: GatewayConfig,
     *,
@@ -235,34 +273,22 @@ def compose(
     host = script_host(config, sessions)
     children = _children(config, on_changed, on_status, upstreams, host)
     combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
-    bus = EventBus(config.id, ring_size=config.events.ring_size)
-    audit = _audit(config)
-    audit_sink = AuditSink(bus, audit) if audit is not None else None
-    recorder = Recorder(bus, audit_sink)
-    expiries = _Expiries()
-    store = _store(config, expiries)
+    bus, audit, audit_sink, recorder = _events(config)
     pins = _pins(config, recorder, list(upstreams))
     served = PinnedToolset(combined, pins)
     validators = SchemaValidators()
-
-    async def catalogue() -> dict[str, ToolDef]:
-        await warm_up()
-        return await served.get_tools(CallContext())
-
-    approvals = ApprovalService(
-        store,
+    approvals = _approvals(
+        config,
         policy,
-        catalogue=catalogue,
-        record=recorder.record,
+        recorder,
         validators=validators,
         sessions=sessions,
-        max_pending=config.approvals.max_pending_per_principal,
+        served=served,
+        warm_up=warm_up,
     )
-    expiries.service = approvals
     hooks = script_hooks(config, host) if host is not None else None
-    root, decider = _chain(
-        config, served, bus, approvals, validators, sessions=sessions, hooks=hooks
-    )
+    chain = _chain(config, served, bus, approvals, validators, sessions=sessions, hooks=hooks)
+    root, decider = chain
     return Parts(
         bus=bus,
         recorder=recorder,
@@ -270,7 +296,6 @@ def compose(
         audit_sink=audit_sink,
         metrics=Metrics(),
         policy=policy,
-        store=store,
         approvals=approvals,
         sealer=_sealer(config),
         combined=combined,

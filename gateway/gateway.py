@@ -93,7 +93,7 @@ class Gateway:
     @property
     def store(self) -> PendingStore:
         """The durable pending-call store."""
-        return self._parts.store
+        return self._parts.approvals.store
 
     @property
     def metrics(self) -> Metrics:
@@ -282,14 +282,14 @@ class Gateway:
         check_sdk()  # the SDK's private names we rely on, or a clear error naming the fix
         async with contextlib.AsyncExitStack() as stack:
             await self._start_events(stack)
-            await stack.enter_async_context(self._parts.store)
+            await stack.enter_async_context(self._parts.approvals.store)
             stack.push_async_callback(self._parts.pins.store.close)
             await stack.enter_async_context(self._parts.sessions)
             scripts = self._parts.scripts
             if scripts is not None:  # sandbox workers start and stop with the gateway
                 await stack.enter_async_context(scripts.sandbox)
                 scripts.call, scripts.visible = self.call_tool, self.tools
-            report = await self._parts.store.recover()
+            report = await self._parts.approvals.store.recover()
             if report.interrupted or report.expired:
                 log.warning(
                     "recovered pending calls: %d interrupted, %d expired, %d pending",
@@ -314,7 +314,7 @@ class Gateway:
     async def _sweep_expired(self) -> None:
         # Expiry is its own outcome: announce it (and keep the pending gauge honest).
         while True:
-            await self._parts.store.sweep_expired()  # the store's listener announces each
+            await self._parts.approvals.store.sweep_expired()  # the store's listener announces each
             await anyio.sleep(SWEEP_INTERVAL)
 
     async def _announce_reloads(self) -> None:

@@ -9,6 +9,7 @@ is replaced by the pool. What goes wrong is a `ScriptFailed` naming the limit or
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Hashable
 from types import TracebackType
@@ -17,8 +18,6 @@ from typing import Any, Final, Self
 import anyio
 from pydantic_monty import (
     AsyncMonty,
-    AsyncMontySession,
-    ExternalModule,
     MontyCrashedError,
     MontyError,
     MontyRuntimeError,
@@ -96,11 +95,9 @@ class Sandbox:
         """
         if not self._open:
             raise ScriptFailed(f"{name}: the sandbox is not running")
-
-        def checkout(modules: dict[str, ExternalModule]) -> AsyncMontySession:
-            return self._pool.checkout(
-                script_name=filename, limits=_resource_limits(limits), external_modules=modules
-            )
+        checkout = functools.partial(
+            self._pool.checkout, script_name=filename, limits=_resource_limits(limits)
+        )
 
         def bound() -> Bound:
             made = bind()
@@ -113,7 +110,7 @@ class Sandbox:
             # each host module it uses, and the call; a warm one just the call.
             return await self._warm.feed(
                 key,
-                checkout=checkout,
+                checkout=lambda modules: checkout(external_modules=modules),
                 bind=bound,
                 run=run,
                 first=lambda: f"{text}\n{imports[0]}{expression}",
