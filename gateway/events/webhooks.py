@@ -17,7 +17,7 @@ import random
 import time
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Annotated, Any, Final, Protocol, Self
+from typing import Annotated, Any, Final, Literal, Protocol, Self
 from urllib.parse import urlsplit
 
 import anyio
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from gateway.events._tasks import ConsumerTasks
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import Event
+from gateway.events.slack import slack_body
 from gateway.events.urlcheck import UnsafeURL, check_resolved, check_static
 
 __all__ = ["FailureCounter", "WebhookConfig", "WebhookSink", "sign"]
@@ -51,6 +52,10 @@ class WebhookConfig(BaseModel):
         backoff_max: Longest wait between retries.
         queue: Events held for this webhook while it is slow; beyond, they are dropped and a
             ``lockgate.gap`` event is delivered in their place.
+        format: ``cloudevents`` (the event as it is) or ``slack`` (``{"text": ...}`` for a
+            Slack-compatible incoming webhook; see `gateway.events.slack`). Signed alike.
+        link: The gateway's base URL as approvers reach it: a held call's message links to its
+            card on the approvals page.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -64,6 +69,8 @@ class WebhookConfig(BaseModel):
     backoff: Annotated[float, Field(ge=0)] = 1.0
     backoff_max: Annotated[float, Field(ge=0)] = 300.0
     queue: Annotated[int, Field(ge=1)] = 1024
+    format: Literal["cloudevents", "slack"] = "cloudevents"
+    link: str | None = None
 
     @field_validator("secret", mode="before")
     @classmethod
@@ -209,10 +216,11 @@ class _Delivery:
             await check_resolved(self.config.url, allow_private=self.config.allow_private)
         except UnsafeURL as exc:
             raise _Permanent(str(exc)) from None
-        body = event.json_bytes
+        slack = self.config.format == "slack"
+        body = slack_body(event, self.config.link) if slack else event.json_bytes
         timestamp = int(time.time())
         headers = {
-            "Content-Type": "application/cloudevents+json",
+            "Content-Type": "application/json" if slack else "application/cloudevents+json",
             "webhook-id": event.id,
             "webhook-timestamp": str(timestamp),
             "webhook-signature": sign(self.key, event.id, timestamp, body),

@@ -73,6 +73,7 @@ function setText(node, cls, text) { node.querySelector("." + cls).textContent = 
 function fromTemplate(call) {
   const node = $("call-template").content.firstElementChild.cloneNode(true);
   node.dataset.id = call.id;
+  node.id = call.id;  // a notification links to #ap_...
   node.dataset.search = (call.tool + " " + call.server + " " + call.principal).toLowerCase();
   setText(node, "tool", call.tool);
   node.querySelector(".tool").title = "tool pin " + call.tool_pin;
@@ -394,6 +395,8 @@ async function start() {
     await sync();
     await loadHistory();
     await refreshPins();
+    // A notification links to one card (#ap_...): show it once the cards are there.
+    if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
   } catch (e) {
     if (e.message.startsWith("401")) { signOut("Cannot load approvals: " + e.message); return; }
     showError("Cannot load approvals: " + e.message);

@@ -21,11 +21,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from gateway.events import MASK, Event, EventBus
-from gateway.events.types import SimpleDecision, tool_call
+from gateway.events.types import SimpleDecision, approval_requested, tool_call
 from gateway.events.urlcheck import UnsafeURL, check_resolved
 from gateway.events.webhooks import WebhookConfig, WebhookSink
 from gateway.metrics import Metrics
-from toolsets import CallContext, ToolDef
+from toolsets import CallContext, Principal, ToolDef
 
 Server = Callable[[ASGIApp], AbstractAsyncContextManager[str]]
 KEY = b"0123456789abcdef0123456789abcdef"
@@ -201,3 +201,35 @@ def test_secret_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("HOOK_SECRET")
     with pytest.raises(ValidationError, match="HOOK_SECRET"):
         WebhookConfig(url="https://h.example/x", secret="env:HOOK_SECRET")
+
+
+async def test_a_slack_format_webhook_gets_a_readable_signed_message_linking_the_card(
+    http_server: Server,
+) -> None:
+    receiver = Receiver()
+    tool = ToolDef(name="files__write_file", server="files")
+    held = approval_requested(
+        tool,
+        CallContext(principal=Principal(id="agent:<b>")),
+        {"path": ".env"},
+        SimpleDecision("ask", "sensitive-writes"),
+        approval_id="ap_123",
+        reason="writes to a secrets file",
+    )
+    bus = EventBus("test")
+    async with http_server(receiver.app()) as base:
+        hook = config(
+            base, format="slack", link="https://gw.example.com/", events=["tool.approval.*"]
+        )
+        async with WebhookSink(bus, [hook]):
+            bus.publish(held)
+            with anyio.fail_after(10):
+                await receiver.done.wait()
+    (attempt,) = receiver.attempts
+    assert attempt["signed"]
+    assert attempt["type"] == "application/json"
+    text = attempt["body"]["text"]
+    assert text.startswith("*Held for approval:* `files__write_file` for `agent:&lt;b&gt;`")
+    assert "(rule `sensitive-writes`): writes to a secrets file." in text
+    assert "<https://gw.example.com/approvals#ap_123|Open the card>" in text
+    assert text.endswith("`lockgate approvals approve ap_123`")
