@@ -376,3 +376,39 @@ async def watching(base: str, token: str) -> AsyncIterator[Seen]:
         await started.wait()
         yield seen
         tg.cancel_scope.cancel()
+
+
+LOCAL_TOOLS = '''\
+def held(note: str) -> str:
+    """Needs an operator."""
+    return note
+
+
+def free(note: str) -> str:
+    """Runs at once."""
+    return note
+
+
+def pay(note: str) -> str:
+    """Needs finance."""
+    return note
+'''
+"""Local Python tools ``local__held``, ``local__free`` and ``local__pay``; policies decide."""
+
+
+def local_config(
+    directory: Path, policy: str, auth: dict[str, Any], approvals: dict[str, Any] | None = None
+) -> Path:
+    """A gateway config: the `LOCAL_TOOLS` server, ``policy``, ``auth`` (memory approvals
+    unless ``approvals`` says)."""
+    (directory / "local_tools.py").write_text(LOCAL_TOOLS, encoding="utf-8")
+    (directory / "policy.yaml").write_text(policy, encoding="utf-8")
+    functions = [f"local_tools:{name}" for name in ("held", "free", "pay")]
+    local = {"name": "local", "transport": "python", "functions": functions}
+    return write_config(
+        directory,
+        [local],
+        policies={"files": [str(directory / "policy.yaml")]},
+        approvals=approvals or {"store": "memory"},
+        auth=auth,
+    )

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import anyio
-from support import serve_asgi, write_config
+from events_e2e_support import local_config
+from support import serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http_app import build_app
@@ -25,26 +26,12 @@ rules:
     reason: needs an operator
     approval: {approvers: ["role:ops"], hold: 0s}
 """
-TOOLS = '''\
-def held(note: str) -> str:
-    """Needs an operator."""
-    return note
-'''
 OPS = Principal(id="user:ops", roles=frozenset({"ops"}))
 
 
 def _config(tmp_path: Path) -> Path:
-    (tmp_path / "watch_tools.py").write_text(TOOLS, encoding="utf-8")
-    (tmp_path / "policy.yaml").write_text(POLICY, encoding="utf-8")
-    local = {"name": "local", "transport": "python", "functions": ["watch_tools:held"]}
     auth = {"approvers": [{"id": OPS.id, "token": "ops-token", "roles": ["ops"]}]}
-    return write_config(
-        tmp_path,
-        [local],
-        policies={"files": [str(tmp_path / "policy.yaml")]},
-        approvals={"store": "memory"},
-        auth=auth,
-    )
+    return local_config(tmp_path, POLICY, auth)
 
 
 def _lockgate(*args: str) -> subprocess.Popen[str]:

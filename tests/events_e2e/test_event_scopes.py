@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from events_e2e_support import watching
-from support import serve_asgi, write_config
+from events_e2e_support import local_config, watching
+from support import serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http_app import build_app
@@ -28,29 +28,12 @@ rules:
     effect: ask
     approval: {approvers: ["role:finance"], hold: 0s}
 """
-TOOLS = '''\
-def held(note: str) -> str:
-    """Needs an operator."""
-    return note
-
-
-def free(note: str) -> str:
-    """Runs at once."""
-    return note
-
-
-def pay(note: str) -> str:
-    """Needs finance."""
-    return note
-'''
 SUBSCRIBER_A = "sub-a-token"
 OPS = "ops-token"
 OTHER = "other-token"
 
 
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "scoped_tools.py").write_text(TOOLS, encoding="utf-8")
-    (tmp_path / "policy.yaml").write_text(POLICY, encoding="utf-8")
     auth = {
         "subscribers": [
             {
@@ -64,18 +47,7 @@ def config(tmp_path: Path) -> Path:
             {"id": "user:other", "token": OTHER, "roles": ["finance"]},
         ],
     }
-    local = {
-        "name": "local",
-        "transport": "python",
-        "functions": ["scoped_tools:held", "scoped_tools:free", "scoped_tools:pay"],
-    }
-    return write_config(
-        tmp_path,
-        [local],
-        policies={"files": [str(tmp_path / "policy.yaml")]},
-        approvals={"store": "memory"},
-        auth=auth,
-    )
+    return local_config(tmp_path, POLICY, auth)
 
 
 async def test_subscribers_and_approvers_see_only_their_events(tmp_path: Path) -> None:

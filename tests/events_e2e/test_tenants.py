@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 import httpx2
-from events_e2e_support import watching
-from support import serve_asgi, write_config
+from events_e2e_support import local_config, watching
+from support import serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http_app import build_app
@@ -25,16 +25,6 @@ rules:
     effect: ask
     approval: {approvers: ["role:ops"], hold: 0s}
 """
-TOOLS = '''\
-def held(note: str) -> str:
-    """Needs an operator."""
-    return note
-
-
-def free(note: str) -> str:
-    """Runs at once."""
-    return note
-'''
 TENANTS = {"acme": "agent:a", "globex": "agent:g", None: "agent:n"}
 """Each tenant's agent (``None``: no tenant)."""
 
@@ -46,24 +36,12 @@ def _credential(kind: str, tenant: str | None, **extra: Any) -> dict[str, Any]:
 
 
 def _config(tmp_path: Path) -> Path:
-    (tmp_path / "tenant_tools.py").write_text(TOOLS, encoding="utf-8")
-    (tmp_path / "policy.yaml").write_text(POLICY, encoding="utf-8")
     auth = {
         "approvers": [_credential("ops", t, roles=["ops"]) for t in TENANTS],
         "subscribers": [_credential("dash", t) for t in TENANTS],
     }
-    local = {
-        "name": "local",
-        "transport": "python",
-        "functions": ["tenant_tools:held", "tenant_tools:free"],
-    }
-    return write_config(
-        tmp_path,
-        [local],
-        policies={"files": [str(tmp_path / "policy.yaml")]},
-        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-        auth=auth,
-    )
+    approvals = {"store": "sqlite", "path": str(tmp_path / "pending.db")}
+    return local_config(tmp_path, POLICY, auth, approvals)
 
 
 def _api(base: str, tenant: str | None) -> httpx2.AsyncClient:
