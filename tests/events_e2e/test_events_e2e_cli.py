@@ -89,6 +89,9 @@ async def test_events_tail_prints_the_two_events_of_one_call_and_audit_verify_ac
             lockgate_serve(config, port) as base,
             httpx2.AsyncClient(base_url=base, timeout=5) as http,
         ):
+            # Every upstream up first: one coming up later would announce tools.changed.
+            while (await http.get("/healthz")).json()["status"] != "ok":
+                await between_polls()
             before = await subscribers(http)
             tail = [*CLI, "events", "tail", "--url", base, "--token", SUBSCRIBER_TOKEN]
             async with await anyio.open_process([*tail, "--json", "-n", "2"]) as process:
