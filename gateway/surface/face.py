@@ -1,0 +1,145 @@
+"""`SurfaceFace`: the downstream server's handlers for resources, prompts and completions.
+
+Registered on the one low-level `Server` of each face (streamable HTTP and stdio, both eras),
+beside the tool handlers of `gateway.downstream`. Each handler builds the caller's
+`CallContext` as the tool path does, runs one operation of the gateway's `Surface`, and maps
+what goes wrong to a JSON-RPC error once, in `surface_error`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, ErrorData
+
+from gateway.mcp_errors import mcp_error
+from gateway.session_listen import SessionListen
+from gateway.surface.service import Surface
+from gateway.surface.sessions import SessionSubscriptions
+from toolsets.context import CallContext
+from toolsets.result import ToolResult
+
+__all__ = ["SurfaceFace", "surface_error"]
+
+Ctx = ServerRequestContext[Any]
+T = TypeVar("T")
+Params = types.PaginatedRequestParams | None
+
+
+def surface_error(exc: Exception, method: str) -> MCPError:
+    """The JSON-RPC error answering a failed surface request (`gateway.mcp_errors`; what a tool
+    call would answer as an error result, such as a server being down, is an internal error
+    carrying the same message)."""
+    if isinstance(exc, MCPError):
+        return exc
+    outcome = mcp_error(exc, method)
+    if isinstance(outcome, ToolResult):
+        outcome = ErrorData(code=INTERNAL_ERROR, message=outcome.first_text())
+    return MCPError.from_error_data(outcome)
+
+
+class SurfaceFace:
+    """The surface handlers of one downstream server.
+
+    Args:
+        surface: The gateway's surface.
+        context: The `CallContext` of a request (principal, session, client), as for tools.
+        connections: The face's 2025-11-25 connections (told of list changes).
+        listen: The face's ``subscriptions/listen`` handler (2026-07-28 streams).
+    """
+
+    def __init__(
+        self,
+        surface: Surface,
+        *,
+        context: Callable[[Ctx], CallContext],
+        connections: weakref.WeakSet[Connection],
+        listen: SessionListen,
+    ) -> None:
+        self.surface = surface
+        self._context = context
+        self.sessions = SessionSubscriptions(surface, connections=connections, listen=listen)
+        surface.on_event(self.sessions.relay)
+
+    async def list_resources(self, ctx: Ctx, params: Params) -> types.ListResourcesResult:
+        """``resources/list``: one page of what the caller may see."""
+        cursor = params.cursor if params is not None else None
+        return await self._run(
+            ctx, "resources/list", lambda c: self.surface.resources.list(cursor, c)
+        )
+
+    async def list_resource_templates(
+        self, ctx: Ctx, params: Params
+    ) -> types.ListResourceTemplatesResult:
+        """``resources/templates/list``: one page of what the caller may see."""
+        cursor = params.cursor if params is not None else None
+        templates = self.surface.resources.templates
+        return await self._run(ctx, "resources/templates/list", lambda c: templates(cursor, c))
+
+    async def read_resource(
+        self, ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        """``resources/read`` of a gateway URI, as the policy allows."""
+        read = self.surface.resources.read
+        return await self._run(ctx, "resources/read", lambda c: read(params.uri, c))
+
+    async def subscribe_resource(
+        self, ctx: Ctx, params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        """``resources/subscribe`` (2025-11-25): the session holds the resource."""
+        await self._run(
+            ctx, "resources/subscribe", lambda c: self.sessions.subscribe(ctx, params.uri, c)
+        )
+        return types.EmptyResult()
+
+    async def unsubscribe_resource(
+        self, ctx: Ctx, params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        """``resources/unsubscribe`` (2025-11-25): the session lets go of it."""
+        await self._run(
+            ctx, "resources/unsubscribe", lambda c: self.sessions.unsubscribe(ctx, params.uri)
+        )
+        return types.EmptyResult()
+
+    async def listen(
+        self, ctx: Ctx, params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        """``subscriptions/listen`` (2026-07-28): change events, and the resources it names."""
+        return await self.sessions.listen(ctx, params, self._context(ctx))
+
+    async def list_prompts(self, ctx: Ctx, params: Params) -> types.ListPromptsResult:
+        """``prompts/list``: one page of what the caller may see."""
+        cursor = params.cursor if params is not None else None
+        return await self._run(ctx, "prompts/list", lambda c: self.surface.prompts.list(cursor, c))
+
+    async def get_prompt(
+        self, ctx: Ctx, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        """``prompts/get`` of an exposed prompt, as the policy allows."""
+        arguments = params.arguments or {}
+        get = self.surface.prompts.get
+        return await self._run(ctx, "prompts/get", lambda c: get(params.name, arguments, c))
+
+    async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """``completion/complete``, answered by the upstream owning the reference."""
+        complete = self.surface.completions.complete
+        return await self._run(
+            ctx,
+            "completion/complete",
+            lambda c: complete(params.ref, params.argument, params.context, c),
+        )
+
+    async def _run(
+        self, ctx: Ctx, method: str, operation: Callable[[CallContext], Awaitable[T]]
+    ) -> T:
+        try:
+            await self.surface.ready()
+            return await operation(self._context(ctx))
+        except Exception as exc:
+            raise surface_error(exc, method) from None

@@ -1,0 +1,144 @@
+"""`Surface`: the gateway's resources, prompts and completions, over every MCP upstream.
+
+One per `Gateway` (``gw.surface``), shared by its downstream faces: listings, reads, gets and
+completions (`Resources`, `Prompts`, `Completions`), the reference-counted upstream resource
+subscriptions (`Subscriptions`), and the change events the faces relay to their sessions
+(`Relay`): an upstream's ``resources/updated`` (for a URI some session holds, under its gateway
+URI), ``resources/list_changed`` and ``prompts/list_changed``, and a list change whenever an
+upstream that offers resources or prompts comes up or goes away.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Protocol, Self
+
+import mcp_types as types
+from mcp.server.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+)
+
+from gateway.config import GatewayConfig
+from gateway.surface.completions import Completions
+from gateway.surface.guard_protocol import SurfaceGuard
+from gateway.surface.prompts import Prompts
+from gateway.surface.resources import Resources
+from gateway.surface.routes import Routes
+from gateway.surface.subscriptions import Subscriptions
+from gateway.surface.upstream import UpstreamSurface
+from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
+
+__all__ = ["Relay", "Surface"]
+
+log = logging.getLogger("lockgate.surface")
+
+
+class Relay(Protocol):
+    """A downstream face's delivery of a change event to its sessions."""
+
+    async def __call__(self, event: ServerEvent) -> None: ...
+
+
+class Surface:
+    """Resources, prompts and completions of a gateway (see the module docstring).
+
+    Args:
+        upstreams: The upstream toolsets by server name, in config order.
+        prefixes: Each server's prefix by name (names and URIs are served under it).
+        guard: Returns the guard in force (read at each use, so it can be replaced).
+        ready: Waits, the first time, for upstreams still making their first connection.
+    """
+
+    def __init__(
+        self,
+        upstreams: Mapping[str, MCPServerToolset],
+        prefixes: Mapping[str, str],
+        *,
+        guard: Callable[[], SurfaceGuard],
+        ready: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.routes = Routes(upstreams, prefixes)
+        self.resources = Resources(self.routes, guard)
+        self.prompts = Prompts(self.routes, guard)
+        self.completions = Completions(self.routes, guard)
+        self.subscriptions = Subscriptions(self.routes)
+        self.guard = guard
+        self.ready = ready
+        self._relays: list[Relay] = []
+        for toolset in upstreams.values():
+            toolset.notification_listeners.append(self._heard)
+
+    @classmethod
+    def for_config(
+        cls,
+        config: GatewayConfig,
+        upstreams: Mapping[str, MCPServerToolset],
+        *,
+        guard: Callable[[], SurfaceGuard],
+        ready: Callable[[], Awaitable[None]],
+    ) -> Surface:
+        """The surface of ``upstreams``, each served under its configured prefix."""
+        prefixes = {server.name: server.exposed_prefix for server in config.servers}
+        return cls(upstreams, prefixes, guard=guard, ready=ready)
+
+    def on_event(self, relay: Relay) -> None:
+        """Deliver every change event to ``relay`` (a downstream face)."""
+        self._relays.append(relay)
+
+    async def upstream_status(self, server: str, status: UpstreamStatus) -> None:
+        """``server`` came up or was lost: what it offers joins or leaves the listings, and
+        every session hears of it (after a reconnect, once its subscriptions are renewed)."""
+        upstream = self.routes.upstreams.get(server)
+        if upstream is None:
+            return
+        if status == "up":  # told once its subscriptions are back: updates reach them again
+            self.subscriptions.reconnected(server, lambda: self._lists_changed(upstream))
+        elif status == "down":  # not each retry of a server that stays down
+            await self._lists_changed(upstream)
+
+    async def _lists_changed(self, upstream: UpstreamSurface) -> None:
+        """Whatever lists ``upstream`` offers (all of them when it is down) changed."""
+        down = upstream.toolset.client is None
+        if down or upstream.offers("resources"):
+            await self._announce(ResourcesListChanged())
+        if down or upstream.offers("prompts"):
+            await self._announce(PromptsListChanged())
+
+    async def _heard(self, server: str, notification: types.ServerNotification) -> None:
+        event: ServerEvent
+        if isinstance(notification, types.ResourceUpdatedNotification):
+            uri = notification.params.uri
+            if not self.subscriptions.held(server, uri):
+                return  # nobody asked (an update after the last unsubscribe)
+            event = ResourceUpdated(uri=self.routes.gateway_uri(server, uri))
+        elif isinstance(notification, types.ResourceListChangedNotification):
+            event = ResourcesListChanged()
+        elif isinstance(notification, types.PromptListChangedNotification):
+            event = PromptsListChanged()
+        else:
+            return
+        await self._announce(event)
+
+    async def _announce(self, event: ServerEvent) -> None:
+        for relay in list(self._relays):
+            try:
+                await relay(event)
+            except Exception:  # one face must not keep the event from the others
+                log.exception("relaying %r failed", event)
+
+    async def __aenter__(self) -> Self:
+        await self.subscriptions.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return await self.subscriptions.__aexit__(exc_type, exc, tb)
