@@ -1,0 +1,21 @@
+"""Relaying beyond tool calls: an upstream's requests to the client (elicitation, sampling,
+roots) reach the client whose call is in progress, and its log messages the sessions that
+asked (see `toolsets.upstream_requests` for how a request is attributed to a call)."""
+
+from gateway.relay.hub import Relay
+from gateway.relay.logs import LogRelay
+from gateway.relay.parking import Parking
+from gateway.relay.peers import RequestPeer, declared, request_peer
+from gateway.relay.wire import EventStream, WirePeer, WireRequests
+
+__all__ = [
+    "EventStream",
+    "LogRelay",
+    "Parking",
+    "Relay",
+    "RequestPeer",
+    "WirePeer",
+    "WireRequests",
+    "declared",
+    "request_peer",
+]

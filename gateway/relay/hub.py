@@ -1,0 +1,38 @@
+"""`Relay`: what the gateway relays between its upstreams and its downstream clients beyond
+tool calls: an upstream's requests to the client (parked 2026-07-28 calls) and log messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+
+from gateway.relay.logs import LogRelay
+from gateway.relay.parking import Parking
+from toolsets.mcp_server import MCPServerToolset
+
+__all__ = ["Relay"]
+
+
+class Relay:
+    """The gateway's relay; an async context manager entered with the gateway.
+
+    Attributes:
+        parking: 2026-07-28 calls waiting for their client's answers to an upstream.
+        logs: Log levels asked downstream and the relay of upstream log messages.
+    """
+
+    def __init__(self, upstreams: Mapping[str, MCPServerToolset]) -> None:
+        self.parking = Parking()
+        self.logs = LogRelay(upstreams)
+
+    async def __aenter__(self) -> Relay:
+        await self.parking.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return await self.parking.__aexit__(exc_type, exc, tb)
