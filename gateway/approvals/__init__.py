@@ -1,13 +1,20 @@
 """Pending calls (approvals and deferred execution): the record, its durable stores and the
-sealed request state that lets a 2026-07-28 client answer one."""
+sealed request state that lets a 2026-07-28 client answer one; grants (standing approvals) and
+their stores."""
 
 from gateway.approvals._transitions import INTERRUPTED
 from gateway.approvals.errors import (
+    DecisionInvalid,
+    GrantConflict,
+    GrantNotFound,
     PendingConflict,
     PendingNotFound,
     PendingStoreError,
     SealedStateError,
 )
+from gateway.approvals.grant_sqlite import SQLiteGrantStore
+from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
+from gateway.approvals.grants import Grant, GrantRequest, Match
 from gateway.approvals.memory import MemoryPendingStore
 from gateway.approvals.pending import (
     TERMINAL_STATES,
@@ -17,6 +24,7 @@ from gateway.approvals.pending import (
     Kind,
     PendingCall,
     State,
+    Vote,
 )
 from gateway.approvals.sealing import NonceLedger, RequestStatePayload, RequestStateSealer
 from gateway.approvals.sqlite import SQLitePendingStore
@@ -28,8 +36,16 @@ __all__ = [
     "TERMINAL_STATES",
     "CallBinding",
     "Decision",
+    "DecisionInvalid",
+    "Grant",
+    "GrantConflict",
+    "GrantNotFound",
+    "GrantRequest",
+    "GrantStore",
     "HumanDecision",
     "Kind",
+    "Match",
+    "MemoryGrantStore",
     "MemoryPendingStore",
     "NonceLedger",
     "PendingCall",
@@ -41,7 +57,9 @@ __all__ = [
     "RecoveryReport",
     "RequestStatePayload",
     "RequestStateSealer",
+    "SQLiteGrantStore",
     "SQLitePendingStore",
     "SealedStateError",
     "State",
+    "Vote",
 ]

@@ -10,7 +10,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from gateway.approvals.errors import PendingConflict
-from gateway.approvals.pending import MUTABLE_FIELDS, TERMINAL_STATES, Kind, PendingCall, State
+from gateway.approvals.pending import (
+    MUTABLE_FIELDS,
+    TERMINAL_STATES,
+    Kind,
+    PendingCall,
+    State,
+    Vote,
+)
 
 INTERRUPTED: Final = (
     "interrupted: the gateway stopped while this call was executing; it was not re-run"
@@ -90,6 +97,31 @@ def transition(
         if call.state not in expect or to not in allowed:
             return Step(call, error=PendingConflict(call, action))
         return Step(replace(call, state=to, updated_at=now, **changes), changed=True)
+
+    return plan
+
+
+def vote(
+    vote: Vote, *, seen: int, stage: int, decided: Mapping[str, Any] | None, now: float
+) -> Plan:
+    """Plan recording one approving vote on a pending call that has exactly ``seen`` votes
+    (the compare-and-set), moving it to ``stage``; with ``decided`` (the fields of the
+    approval), the call becomes ``approved``. A principal votes at most once per call."""
+
+    def plan(call: PendingCall) -> Step:
+        if _overdue(call, now):
+            expired = _expired(call, now)
+            return Step(expired, changed=True, error=PendingConflict(expired, "vote on it"))
+        if call.state != "pending":
+            return Step(call, error=PendingConflict(call, "vote on it"))
+        if any(v.by == vote.by for v in call.votes):
+            return Step(call, error=PendingConflict(call, f"count a second vote by {vote.by}"))
+        if len(call.votes) != seen:
+            return Step(call, error=PendingConflict(call, "count a vote: others voted meanwhile"))
+        changes = dict(decided or {})
+        state: State = "approved" if decided is not None else "pending"
+        voted = replace(call, votes=(*call.votes, vote), stage=stage, updated_at=now)
+        return Step(replace(voted, state=state, **changes), changed=True)
 
     return plan
 

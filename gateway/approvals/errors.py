@@ -7,9 +7,20 @@ from typing import TYPE_CHECKING
 from toolsets.errors import ApprovalConflict, LockgateError
 
 if TYPE_CHECKING:
+    from gateway.approvals.grants import Grant
     from gateway.approvals.pending import PendingCall
 
-__all__ = ["PendingConflict", "PendingNotFound", "PendingStoreError", "SealedStateError"]
+__all__ = [
+    "DecisionInvalid",
+    "DecisionRefused",
+    "GrantConflict",
+    "GrantNotFound",
+    "NotAnApprover",
+    "PendingConflict",
+    "PendingNotFound",
+    "PendingStoreError",
+    "SealedStateError",
+]
 
 
 class PendingNotFound(LockgateError):
@@ -50,3 +61,41 @@ class SealedStateError(LockgateError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(f"Invalid or expired request state ({reason})")
+
+
+class DecisionRefused(LockgateError):
+    """A decision the rule does not offer, or an edit the schema or the policy refuses."""
+
+
+class NotAnApprover(DecisionRefused):
+    """The principal may not decide this call."""
+
+
+class DecisionInvalid(LockgateError):
+    """A decision asks for what the held call's rule does not offer, or lacks what it needs:
+    a grant scope the rule does not list, a grant longer than ``grant_max``, break-glass
+    without a reason. Nothing was changed."""
+
+
+class GrantNotFound(LockgateError):
+    """No grant has that id (or the asker may not see it).
+
+    Attributes:
+        id: The id that was looked up.
+    """
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+        super().__init__(f"No grant {id!r}")
+
+
+class GrantConflict(ApprovalConflict):
+    """A grant cannot be revoked: it was revoked already, or it expired.
+
+    Attributes:
+        grant: The grant as stored.
+    """
+
+    def __init__(self, grant: Grant, why: str) -> None:
+        self.grant = grant
+        super().__init__(f"Grant {grant.id!r} {why}; nothing to revoke")

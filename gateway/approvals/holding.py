@@ -4,7 +4,8 @@ one is claimed (exactly once) and handed back to the chain to run."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -14,13 +15,13 @@ from gateway.approvals.errors import PendingConflict, PendingNotFound
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.service import ApprovalService, TooManyPending
 from gateway.approvals.wire import result_from_wire, result_to_wire
-from toolsets.approval_required import Approved
+from toolsets.approval_required import Approved, Granted
 from toolsets.context import CallContext
 from toolsets.policy import Refuser
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["HeldCalls", "pending_result"]
+__all__ = ["HeldCalls", "Holding", "pending_result"]
 
 _WAITING = frozenset({"pending", "executing"})
 
@@ -36,6 +37,29 @@ def pending_result(call: PendingCall) -> ToolResult:
     return ToolResult.error(text, meta=meta)
 
 
+class Holding:
+    """The pending calls whose caller this gateway holds open right now (its request has not
+    been answered yet); the API shows it as ``waiting``. Per process: another replica's
+    held callers are not seen here."""
+
+    def __init__(self) -> None:
+        self._ids: Counter[str] = Counter()  # the same call re-issued may be held twice
+
+    def __contains__(self, id: object) -> bool:
+        return self._ids[id] > 0 if isinstance(id, str) else False
+
+    @contextlib.contextmanager
+    def holding(self, id: str) -> Iterator[None]:
+        """Count the call ``id`` as held open while inside."""
+        self._ids[id] += 1
+        try:
+            yield
+        finally:
+            self._ids[id] -= 1
+            if self._ids[id] <= 0:
+                del self._ids[id]
+
+
 class HeldCalls:
     """Implements `toolsets.approval_required.ApprovalGate` on the approval service.
 
@@ -44,27 +68,44 @@ class HeldCalls:
         refuse: Answers a call refused here (too many waiting), on record.
         progress_interval: Seconds between progress notifications while a call is held, for
             clients that asked for progress.
+        holding: Where the calls held open right now are counted (default: a new registry).
     """
 
     def __init__(
-        self, service: ApprovalService, refuse: Refuser, *, progress_interval: float = 5.0
+        self,
+        service: ApprovalService,
+        refuse: Refuser,
+        *,
+        progress_interval: float = 5.0,
+        holding: Holding | None = None,
     ) -> None:
         self.service = service
         self.refuse = refuse
         self.progress_interval = progress_interval
+        self.holding = Holding() if holding is None else holding
 
     async def hold(
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
-    ) -> ToolResult | Approved:
+    ) -> ToolResult | Approved | Granted:
         decision = ctx.decision
         assert decision is not None  # the policy step decided before the approval step
+        found = await self.service.reusable(tool, args, ctx)
+        if found is None or found.state == "pending":  # a decided re-issue is answered by it
+            grant = await self.service.grants.covering(tool, ctx, decision)
+            if grant is not None:
+                return Granted(grant_id=grant.id)
         if needs_back_channel(decision, ctx):
             raise BackChannelRequired(tool.name)
         try:
-            call = await self.service.request(tool, args, ctx, decision)
+            call = found or await self.service.open(tool, args, ctx, decision)
         except TooManyPending as exc:
             return await self.refuse(tool, args, ctx, str(exc))
-        hold = ctx.hold_for(decision.approval.hold)
+        with self.holding.holding(call.id):
+            return await self._hold(call, tool, ctx, ctx.hold_for(decision.approval.hold))
+
+    async def _hold(
+        self, call: PendingCall, tool: ToolDef, ctx: CallContext, hold: float
+    ) -> ToolResult | Approved:
         deadline = anyio.current_time() + hold
         if call.state == "pending" and call.kind == "approval" and "caller" in call.approvers:
             # The hold bounds the wait for the caller's answer too.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final, Literal, NotRequired, TypedDict, Unpack, get_args
 
 from toolsets.canonical import canonical_json, sha256_hex
+from toolsets.decision import ApprovalStage, GrantScope
 
 __all__ = [
     "MUTABLE_FIELDS",
@@ -20,6 +21,7 @@ __all__ = [
     "Kind",
     "PendingCall",
     "State",
+    "Vote",
 ]
 
 Kind = Literal["approval", "external"]
@@ -43,12 +45,40 @@ MUTABLE_FIELDS: Final[frozenset[str]] = frozenset(
         "error",
         "retry_after",
         "delivered",
+        "votes",
+        "stage",
+        "grant_id",
     }
 )
 """Fields a transition may change; everything else is fixed when the call is created."""
 
 _STATES: Final = frozenset(get_args(State))
 _KINDS: Final = frozenset(get_args(Kind))
+_OPTIONAL: Final = frozenset(
+    {"principal_roles", "tenant", "grants", "grant_max", "stages", "break_glass"}
+)
+"""Fields older records may lack (they take their defaults)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Vote:
+    """One approving vote in a stage of a staged approval.
+
+    Attributes:
+        stage: The stage it counts in (0-based).
+        by: The voter's principal id.
+        at: Unix seconds.
+        channel: Where it came from (api, cli, web).
+    """
+
+    stage: int
+    by: str
+    at: float
+    channel: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"stage", "by", "at", "channel"}``."""
+        return {"stage": self.stage, "by": self.by, "at": self.at, "channel": self.channel}
 
 
 class CallBinding(TypedDict):
@@ -67,6 +97,10 @@ class CallBinding(TypedDict):
     reason: str
     principal_roles: NotRequired[tuple[str, ...]]
     tenant: NotRequired[str | None]
+    grants: NotRequired[tuple[GrantScope, ...]]
+    grant_max: NotRequired[float | None]
+    stages: NotRequired[tuple[ApprovalStage, ...]]
+    break_glass: NotRequired[tuple[str, ...]]
 
 
 def _json_copy(value: Any) -> Any:
@@ -111,6 +145,15 @@ class PendingCall:
         error: Why the call failed, when it did.
         retry_after: Seconds after which a worker suggests retrying a failed call.
         delivered: True once the outcome was handed to a caller; see ``PendingStore.deliver``.
+        principal_roles: The caller's roles when it called.
+        tenant: The caller's tenant.
+        grants: How far an approval may reach (``once``, ``session``, ``tool``).
+        grant_max: The longest grant an approval may make, in seconds (None: only ``once``).
+        stages: Staged approval, decided in order (empty: one decision by any approver).
+        votes: The approving votes recorded so far, in order.
+        stage: The current stage (``len(stages)`` once every stage approved).
+        break_glass: Who may approve at once with a reason, skipping remaining stages.
+        grant_id: The grant the approval made, if it made one.
     """
 
     id: str
@@ -144,6 +187,13 @@ class PendingCall:
     delivered: bool = False
     principal_roles: tuple[str, ...] = ()
     tenant: str | None = None
+    grants: tuple[GrantScope, ...] = ("once",)
+    grant_max: float | None = None
+    stages: tuple[ApprovalStage, ...] = ()
+    votes: tuple[Vote, ...] = ()
+    stage: int = 0
+    break_glass: tuple[str, ...] = ()
+    grant_id: str | None = None
 
     @classmethod
     def new(
@@ -195,11 +245,13 @@ class PendingCall:
         return self.args if self.override_args is None else self.override_args
 
     def to_json(self) -> dict[str, Any]:
-        """This record as a JSON object (tuples become lists)."""
+        """This record as a JSON object (tuples become lists, stages and votes objects)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             out[f.name] = list(value) if isinstance(value, tuple) else value
+        out["stages"] = [{"approvers": list(s.approvers), "min": s.min} for s in self.stages]
+        out["votes"] = [vote.to_json() for vote in self.votes]
         return out
 
     @classmethod
@@ -210,11 +262,7 @@ class PendingCall:
             ValueError: A key is missing or unknown, or ``state``/``kind`` is not a known value.
         """
         names = {f.name for f in fields(cls)}
-        required = {
-            f.name
-            for f in fields(cls)
-            if f.name not in MUTABLE_FIELDS and f.name not in {"principal_roles", "tenant"}
-        }
+        required = {f.name for f in fields(cls) if f.name not in MUTABLE_FIELDS | _OPTIONAL}
         if unknown := set(data) - names:
             raise ValueError(f"Unknown pending-call keys: {sorted(unknown)}")
         if missing := required - set(data):
@@ -225,4 +273,11 @@ class PendingCall:
         values["approvers"] = tuple(values["approvers"])
         values["decisions"] = tuple(values["decisions"])
         values["principal_roles"] = tuple(values.get("principal_roles", ()))
+        values["grants"] = tuple(values.get("grants", ("once",)))
+        values["break_glass"] = tuple(values.get("break_glass", ()))
+        values["stages"] = tuple(
+            ApprovalStage(approvers=tuple(s["approvers"]), min=s["min"])
+            for s in values.get("stages", ())
+        )
+        values["votes"] = tuple(Vote(**vote) for vote in values.get("votes", ()))
         return cls(**values)

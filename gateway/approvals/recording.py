@@ -8,16 +8,56 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.approvals.pending import PendingCall, State
+from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.approvals.wire import result_to_wire
 from gateway.events import types as events
 from gateway.events.model import Event
 from policies import Decision
-from toolsets.context import CallContext
+from toolsets.context import CallContext, Principal
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["outcome_of", "requested", "value_result"]
+__all__ = ["held_call", "origin_of", "outcome_of", "requested", "value_result"]
+
+
+def held_call(
+    tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, decision: Decision
+) -> PendingCall:
+    """A new pending call for this call, bound to the caller, the tool and the decision."""
+    kind: Kind = "external" if decision.effect == "defer" else "approval"
+    options = decision.approval
+    return PendingCall.new(
+        args=args,
+        ttl=options.expires,
+        approvers=options.approvers,
+        decisions=tuple(sorted(options.decisions)),
+        kind=kind,
+        call_id=ctx.call_id,
+        principal=ctx.principal.id,
+        session_id=ctx.session_id,
+        tool=tool.name,
+        server=tool.server,
+        upstream_tool=tool.upstream_name,
+        tool_pin=tool.pin,
+        policy_version=decision.policy_version,
+        rule_id=decision.rule_id,
+        reason=decision.reason,
+        principal_roles=tuple(sorted(ctx.principal.roles)),
+        tenant=ctx.principal.tenant,
+        grants=options.grants,
+        grant_max=None if options.grants == ("once",) else options.grant_max,
+        stages=options.stages,
+        break_glass=options.break_glass,
+    )
+
+
+def origin_of(call: PendingCall) -> CallContext:
+    """The context of the call ``call`` holds (its events are about that call)."""
+    return CallContext(
+        principal=Principal(id=call.principal, tenant=call.tenant),
+        session_id=call.session_id,
+        call_id=call.call_id,
+    )
 
 
 def requested(

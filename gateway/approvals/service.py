@@ -11,10 +11,19 @@ from typing import Any, Protocol
 
 import anyio
 
-from gateway.approvals.access import may_decide
-from gateway.approvals.errors import PendingConflict, PendingNotFound
-from gateway.approvals.pending import Kind, PendingCall
-from gateway.approvals.recording import outcome_of, requested, value_result
+from gateway.approvals import voting
+from gateway.approvals.asked import Asked, check_asked
+from gateway.approvals.errors import (
+    DecisionRefused,
+    NotAnApprover,
+    PendingConflict,
+    PendingNotFound,
+)
+from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
+from gateway.approvals.granting import Grants
+from gateway.approvals.grants import Grant, GrantRequest
+from gateway.approvals.pending import PendingCall
+from gateway.approvals.recording import held_call, origin_of, outcome_of, requested, value_result
 from gateway.approvals.store import PendingStore
 from gateway.approvals.wire import result_to_wire
 from gateway.events import types as events
@@ -41,16 +50,8 @@ NOT_ON_RECORD = "the request could not be put on record (audit log unwritable); 
 Catalogue = Callable[[], Awaitable[dict[str, ToolDef]]]
 
 
-class DecisionRefused(LockgateError):
-    """A decision the rule does not offer, or an edit the schema or the policy refuses."""
-
-
 class TooManyPending(LockgateError):
     """The caller already has as many calls waiting as it may."""
-
-
-class NotAnApprover(DecisionRefused):
-    """The principal may not decide this call."""
 
 
 class Recorder(Protocol):
@@ -62,14 +63,6 @@ class Recorder(Protocol):
     async def __call__(self, event: Event) -> None: ...
 
 
-def _origin(call: PendingCall) -> CallContext:
-    return CallContext(
-        principal=Principal(id=call.principal, tenant=call.tenant),
-        session_id=call.session_id,
-        call_id=call.call_id,
-    )
-
-
 class SessionLoader(Protocol):
     """Loads a session's state (the gateway's `SessionBook`): an edit is re-decided in it."""
 
@@ -77,7 +70,8 @@ class SessionLoader(Protocol):
 
 
 class ApprovalService:
-    """The one place where pending calls are created, decided, executed and delivered."""
+    """The one place where pending calls are created, decided, executed and delivered; its
+    ``grants`` are the standing approvals some decisions make (kept in ``grant_store``)."""
 
     def __init__(
         self,
@@ -89,8 +83,11 @@ class ApprovalService:
         validators: SchemaValidators,
         sessions: SessionLoader | None = None,
         max_pending: int = 20,
+        grant_store: GrantStore | None = None,
     ) -> None:
         self.store = store
+        grants = MemoryGrantStore() if grant_store is None else grant_store
+        self.grants = Grants(grants, store, record, clock=store.now)
         self._sessions = sessions
         self.policy = policy
         self._catalogue = catalogue
@@ -113,9 +110,23 @@ class ApprovalService:
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, decision: Decision
     ) -> PendingCall:
         """The pending call answering this call: a re-issued identical one, or a new one."""
-        found = await self.store.find_reusable(ctx.principal.id, tool.name, sha256_hex(args))
-        if found is not None:
-            return found
+        found = await self.reusable(tool, args, ctx)
+        return found if found is not None else await self.open(tool, args, ctx, decision)
+
+    async def reusable(
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
+    ) -> PendingCall | None:
+        """The earlier identical call this one re-issues (see `PendingStore.find_reusable`)."""
+        return await self.store.find_reusable(ctx.principal.id, tool.name, sha256_hex(args))
+
+    async def open(
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, decision: Decision
+    ) -> PendingCall:
+        """A new pending call for this call, durable and on record before anyone is told.
+
+        Raises:
+            TooManyPending: the caller has ``max_pending`` calls waiting already.
+        """
         waiting = await self.store.list(
             state="pending", principal=ctx.principal.id, limit=self.max_pending
         )
@@ -124,28 +135,7 @@ class ApprovalService:
                 f"{len(waiting)} of your calls are already waiting for a decision; "
                 "wait for those before making more calls that need approval."
             )
-        kind: Kind = "external" if decision.effect == "defer" else "approval"
-        options = decision.approval
-        call = PendingCall.new(
-            args=args,
-            ttl=options.expires,
-            approvers=options.approvers,
-            decisions=tuple(sorted(options.decisions)),
-            kind=kind,
-            call_id=ctx.call_id,
-            principal=ctx.principal.id,
-            session_id=ctx.session_id,
-            tool=tool.name,
-            server=tool.server,
-            upstream_tool=tool.upstream_name,
-            tool_pin=tool.pin,
-            policy_version=decision.policy_version,
-            rule_id=decision.rule_id,
-            reason=decision.reason,
-            principal_roles=tuple(sorted(ctx.principal.roles)),
-            tenant=ctx.principal.tenant,
-        )
-        call = await self.store.create(call)  # durable before anyone is told
+        call = await self.store.create(held_call(tool, args, ctx, decision))  # durable first
         await self._announce(call, requested(call, tool, ctx, args, decision))
         return call
 
@@ -181,69 +171,81 @@ class ApprovalService:
         message: str | None = None,
         args: Mapping[str, Any] | None = None,
         as_caller: bool = False,
+        grant: GrantRequest | None = None,
+        break_glass: bool = False,
+        reason: str | None = None,
     ) -> PendingCall:
         """Apply an approver's (or the caller's) decision to a pending approval.
+
+        In a staged call, ``approve`` records ``by``'s vote in the current stage; the call is
+        approved by the vote completing the last stage. ``grant`` makes a standing grant with
+        the approval; ``break_glass`` (with a ``reason``) approves at once.
 
         Raises:
             PendingNotFound: no such call.
             DecisionRefused: not allowed for ``by``, not offered by the rule, an edit the schema
                 or the policy refuses, or an approval of a call whose tool changed since it was
                 held (the call then ends ``failed``, not run).
-            PendingConflict: already decided (or expired, cancelled).
+            DecisionInvalid: a grant the rule does not offer or longer than its ``grant_max``,
+                or break-glass without a reason.
+            PendingConflict: already decided (or expired, cancelled), or ``by`` voted already.
             AuditUnavailable: the decision could not be put on record; the call stays pending.
         """
+        asked = Asked(
+            decision=decision,
+            by=by,
+            channel=channel,
+            message=message,
+            args=args,
+            as_caller=as_caller,
+            grant=grant,
+            break_glass=break_glass,
+            reason=reason,
+        )
         lock = self._deciding.setdefault(id, anyio.Lock())
         try:
             async with lock:  # one decision of this call at a time in this process
-                return await self._decide(
-                    id,
-                    decision,
-                    by=by,
-                    channel=channel,
-                    message=message,
-                    args=args,
-                    as_caller=as_caller,
-                )
+                return await self._decide(id, asked)
         finally:
             if not lock.statistics().tasks_waiting:
                 self._deciding.pop(id, None)
 
-    async def _decide(
-        self,
-        id: str,
-        decision: str,
-        *,
-        by: Principal,
-        channel: str,
-        message: str | None,
-        args: Mapping[str, Any] | None,
-        as_caller: bool,
-    ) -> PendingCall:
+    async def _decide(self, id: str, asked: Asked) -> PendingCall:
         call = await self._get(id)
-        if call.kind != "approval":
-            raise DecisionRefused(f"{id} is an external call; post its result instead")
-        if not may_decide(call, by, as_caller=as_caller):
-            raise NotAnApprover(f"{by.id!r} may not decide {id}")
-        if decision not in call.decisions:
-            raise DecisionRefused(f"decision {decision!r} is not offered for {id}")
-        if call.state != "pending":
-            raise PendingConflict(call, f"decide ({decision})")
-        if decision in {"approve", "edit"}:
-            await self._check_tool(call, by, channel)
-        edited = await self._checked_edit(call, args) if decision == "edit" else None
+        check_asked(call, asked)
+        made = None if asked.grant is None else self.grants.issue(call, asked.grant, by=asked.by)
+        if asked.decision in {"approve", "edit"}:
+            await self._check_tool(call, asked.by, asked.channel)
+        if asked.break_glass:
+            return await voting.break_glass(self, call, asked)
+        if call.stages and asked.decision == "approve":
+            return await voting.vote(self, call, asked, made)
+        return await self._decided(call, asked, made)
+
+    async def _decided(self, call: PendingCall, asked: Asked, made: Grant | None) -> PendingCall:
+        """Apply a decision that settles ``call`` at once (every decision of a classic call;
+        deny and respond of a staged one)."""
+        decision = asked.decision
+        edited = await self._checked_edit(call, asked.args) if decision == "edit" else None
         typed = decision == "respond" and await self._has_output_schema(call.tool)
-        to, update = outcome_of(decision, message, edited, typed=typed)
-        update |= {"decided_by": by.id, "decision": decision, "channel": channel}
+        to, update = outcome_of(decision, asked.message, edited, typed=typed)
+        update |= {"decided_by": asked.by.id, "decision": decision, "channel": asked.channel}
+        if made is not None:
+            update["grant_id"] = made.id
         # On record first: if the audit log cannot be written, the decision fails (raises
         # AuditUnavailable), the call stays pending and nothing runs.
         await self._resolved(replace(call, state=to, **update))
+        if made is not None:
+            await self.grants.announce(made)
         try:
-            decided = await self.store.transition(id, expect={"pending"}, to=to, **update)
-            log.info("%s: %s by %s via %s", id, decision, by.id, channel)
-            return decided
+            decided = await self.store.transition(call.id, expect={"pending"}, to=to, **update)
         except PendingConflict:
-            log.warning("%s changed state while its decision was recorded; not applied", id)
+            log.warning("%s changed state while its decision was recorded; not applied", call.id)
             raise
+        log.info("%s: %s by %s via %s", call.id, decision, asked.by.id, asked.channel)
+        if made is not None:
+            await self.grants.keep(made)
+        return decided
 
     async def _check_tool(self, call: PendingCall, by: Principal, channel: str) -> None:
         """Refuse approving a call whose tool is gone for now (it stays pending) or changed
@@ -326,7 +328,7 @@ class ApprovalService:
         principal = Principal(
             id=call.principal, roles=frozenset(call.principal_roles), tenant=call.tenant
         )
-        session = await self._sessions.ensure(_origin(call)) if self._sessions else None
+        session = await self._sessions.ensure(origin_of(call)) if self._sessions else None
         again = self.policy.current.evaluate_call(tool, args, principal, session)
         if again.effect in {"deny", "hide"}:
             raise DecisionRefused(f"the policy refuses the edited arguments: {again.reason}")
@@ -349,19 +351,24 @@ class ApprovalService:
         """Put a call's outcome (decision, expiry, cancellation) on record."""
         await self._resolved(call)
 
-    async def _resolved(self, call: PendingCall) -> None:
+    async def tool_of(self, call: PendingCall) -> ToolDef:
+        """The tool of ``call`` for its events (as held, when the catalogue lacks it now)."""
         tool = await self.current_tool(call.tool)
         if tool is None:
             tool = ToolDef(name=call.tool, server=call.server, upstream_name=call.upstream_tool)
+        return tool
+
+    async def _resolved(self, call: PendingCall) -> None:
         await self.record(
             events.approval_resolved(
-                tool,
-                _origin(call),
+                await self.tool_of(call),
+                origin_of(call),
                 approval_id=call.id,
                 decision=call.decision or call.state,
                 decided_by=call.decided_by or "",
                 channel=call.channel or "",
                 message=call.message,
+                grant=call.grant_id,
             )
         )
 

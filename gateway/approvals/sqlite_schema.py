@@ -1,7 +1,8 @@
 """The gateway's SQLite file: its schema, versioned migrations, and how it is opened.
 
-Pending calls (`SQLitePendingStore`), tool pins (`gateway.pins.SQLitePinStore`) and session
-state (`gateway.sessions.SQLiteSessionStore`) live in the same file. Its version is ``PRAGMA
+Pending calls (`SQLitePendingStore`), tool pins (`gateway.pins.SQLitePinStore`), session
+state (`gateway.sessions.SQLiteSessionStore`) and grants (`SQLiteGrantStore`) live in the same
+file. Its version is ``PRAGMA
 user_version``; each migration moves it up by one, in one transaction, and a file newer than
 this code is refused.
 """
@@ -48,7 +49,16 @@ _V3: Final = (
         key TEXT PRIMARY KEY, updated_at REAL NOT NULL, state TEXT NOT NULL)""",
     "CREATE INDEX sessions_by_update ON sessions (updated_at)",
 )
-MIGRATIONS: Final = (_V1, _V2, _V3)
+_V4: Final = (
+    """CREATE TABLE grants (
+        id TEXT PRIMARY KEY, scope TEXT NOT NULL, tool TEXT NOT NULL, rule_id TEXT,
+        principal TEXT, session_id TEXT, tenant TEXT,
+        created_at REAL NOT NULL, expires_at REAL NOT NULL, revoked_at REAL,
+        record TEXT NOT NULL)""",
+    "CREATE INDEX grants_by_tool ON grants (tool, expires_at)",
+    "CREATE INDEX grants_by_tenant ON grants (tenant, created_at)",
+)
+MIGRATIONS: Final = (_V1, _V2, _V3, _V4)
 """Migration ``n`` (from 0) takes the file from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -6,7 +6,7 @@ import builtins
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Protocol, Self
@@ -17,7 +17,7 @@ from gateway.approvals import _transitions
 from gateway.approvals._query import Query
 from gateway.approvals._transitions import Plan, Step
 from gateway.approvals.errors import PendingNotFound
-from gateway.approvals.pending import Kind, PendingCall, State
+from gateway.approvals.pending import Kind, PendingCall, State, Vote
 
 __all__ = ["REUSABLE_STATES", "PendingListener", "PendingStore", "RecoveryReport"]
 
@@ -126,6 +126,10 @@ class PendingStore(ABC):
 
     # -- public API ---------------------------------------------------------------------------
 
+    def now(self) -> float:
+        """The store's clock: unix seconds (what expiry is measured with)."""
+        return self._clock()
+
     async def create(self, call: PendingCall) -> PendingCall:
         """Store a new ``pending`` call; it is durable when this returns.
 
@@ -189,6 +193,30 @@ class PendingStore(ABC):
         """
         _transitions.check_transition(expect, to, updates)
         plan = _transitions.transition(frozenset(expect), to, updates, self._clock())
+        return await self._apply(id, plan)
+
+    async def vote(
+        self,
+        id: str,
+        vote: Vote,
+        *,
+        seen: int,
+        stage: int,
+        decided: Mapping[str, Any] | None = None,
+    ) -> PendingCall:
+        """Record an approving vote on a staged call, atomically, if it still has exactly
+        ``seen`` votes and none by the same voter; the call moves to ``stage``, and with
+        ``decided`` (decided_by, decision, channel, grant_id) it becomes ``approved``.
+
+        Raises:
+            PendingNotFound: No call has that id.
+            PendingConflict: The call is not pending (a pending call past its deadline is
+                recorded ``expired``), the voter voted already, or others voted meanwhile.
+            ValueError: ``decided`` names a field a decision cannot set.
+        """
+        if decided is not None:
+            _transitions.check_transition({"pending"}, "approved", decided)
+        plan = _transitions.vote(vote, seen=seen, stage=stage, decided=decided, now=self._clock())
         return await self._apply(id, plan)
 
     async def deliver(self, id: str) -> PendingCall:
@@ -291,7 +319,7 @@ class PendingStore(ABC):
         """
         expired = await self.sweep_expired()
         now = self._clock()
-        running = await self._query(Query(states=frozenset({"executing"})))
+        running = await self._orphans()
         interrupted = [await self._commit(c.id, _transitions.interrupt(now)) for c in running]
         pending = await self._query(Query(states=frozenset({"pending"})))
         return RecoveryReport(
@@ -299,6 +327,11 @@ class PendingStore(ABC):
             interrupted=tuple(step.call for step in interrupted if step.changed),
             pending=len(pending),
         )
+
+    async def _orphans(self) -> builtins.list[PendingCall]:
+        """The ``executing`` calls nobody runs any more (`recover` fails them): here, all of
+        them; a store shared by live replicas leaves out those a live replica runs."""
+        return await self._query(Query(states=frozenset({"executing"})))
 
     async def __aenter__(self) -> Self:
         return self

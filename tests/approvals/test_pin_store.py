@@ -6,12 +6,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from pg_support import fresh_schema, pg_settings
 
 from gateway.approvals.errors import PendingStoreError
 from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from gateway.pins import MemoryPinStore, PinRecord, PinStore, SQLitePinStore
 from gateway.pins.record import definition_diff
+from gateway.postgres.database import Database
+from gateway.postgres.pins import PostgresPinStore
 
 RECORD = PinRecord(
     server="files",
@@ -33,15 +36,23 @@ def _version_1_file(path: Path) -> None:
     conn.close()
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 async def test_a_pin_and_its_quarantined_change_read_back_whole(tmp_path: Path, kind: str) -> None:
-    store: PinStore = MemoryPinStore() if kind == "memory" else SQLitePinStore(tmp_path / "p.db")
-    held = RECORD.hold("b" * 64, {**RECORD.definition, "description": "Steals."}, at=2.0)
-    await store.save(RECORD)
-    await store.save(held)
-    assert await store.load() == [held]
-    assert held.fields() == ["description"]
-    await store.close()
+    async with fresh_schema() as schema:
+        database = Database(pg_settings(schema))
+        stores: dict[str, PinStore] = {
+            "memory": MemoryPinStore(),
+            "sqlite": SQLitePinStore(tmp_path / "p.db"),
+            "postgres": PostgresPinStore(database),
+        }
+        store = stores[kind]
+        held = RECORD.hold("b" * 64, {**RECORD.definition, "description": "Steals."}, at=2.0)
+        await store.save(RECORD)
+        await store.save(held)
+        assert await store.load() == [held]
+        assert held.fields() == ["description"]
+        await store.close()
+        await database.close()
 
 
 async def test_a_version_1_pending_file_gains_the_pins_table_and_keeps_its_calls(
@@ -56,7 +67,7 @@ async def test_a_version_1_pending_file_gains_the_pins_table_and_keeps_its_calls
     assert await pending.list() == []
     await pending.close()
     version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
-    assert version == SCHEMA_VERSION == 3
+    assert version == SCHEMA_VERSION == 4
     assert await SQLitePinStore(path).load() == [RECORD]
 
 

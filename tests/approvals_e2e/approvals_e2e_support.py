@@ -11,7 +11,7 @@ import contextlib
 import json
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,9 +22,10 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from support import write_config
+from support import serve_asgi, write_config
 
 from gateway.gateway import Gateway
+from gateway.http_app import build_app
 from toolsets._sdk_compat import create_mcp_http_client
 
 HERE = Path(__file__).parent
@@ -73,8 +74,17 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def e2e_config(directory: Path, *, log: Path, port: int | None = None) -> Path:
-    """A gateway config: the recorder upstream, the suite's policy, SQLite approvals, tokens."""
+def e2e_config(
+    directory: Path,
+    *,
+    log: Path,
+    port: int | None = None,
+    policy: str = POLICY,
+    approvers: Sequence[dict[str, Any]] = (),
+    audit: bool = False,
+) -> Path:
+    """A gateway config: the recorder upstream, the suite's policy (or ``policy``), SQLite
+    approvals, tokens (plus ``approvers``), and the audit log in ``directory`` when ``audit``."""
     recorder = {
         "name": "recorder",
         "transport": "stdio",
@@ -82,7 +92,7 @@ def e2e_config(directory: Path, *, log: Path, port: int | None = None) -> Path:
         "args": [RECORDER, "--log", str(log)],
     }
     sections: dict[str, Any] = {
-        "policies": {"files": [POLICY]},
+        "policies": {"files": [policy]},
         "approvals": {
             "store": "sqlite",
             "path": str(directory / "pending.db"),
@@ -97,6 +107,7 @@ def e2e_config(directory: Path, *, log: Path, port: int | None = None) -> Path:
             "approvers": [
                 {"id": ALICE, "token": ALICE_TOKEN, "roles": ["security"]},
                 {"id": BOB, "token": BOB_TOKEN},
+                *approvers,
             ],
             "workers": [{"id": WORKER, "token": WORKER_TOKEN}],
         },
@@ -104,6 +115,8 @@ def e2e_config(directory: Path, *, log: Path, port: int | None = None) -> Path:
     }
     if port is not None:
         sections["listen"] = {"host": "127.0.0.1", "port": port}
+    if audit:
+        sections["events"] = {"audit": {"path": str(directory / "audit.db")}}
     return write_config(directory, [recorder], **sections)
 
 
@@ -138,6 +151,15 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
+async def served_rig(directory: Path, **options: Any) -> AsyncIterator[Rig]:
+    """A gateway on `e2e_config` (``options`` pass on) under uvicorn on 127.0.0.1."""
+    log = directory / "executions.jsonl"
+    gateway = Gateway.from_config(e2e_config(directory, log=log, **options))
+    async with serve_asgi(build_app(gateway)) as base:
+        yield Rig(base=base, log=log, gateway=gateway)
+
+
+@contextlib.asynccontextmanager
 async def api_client(
     base: str, token: str | None = ALICE_TOKEN
 ) -> AsyncIterator[httpx2.AsyncClient]:
@@ -154,11 +176,14 @@ async def agent_client(
     *,
     token: str = AGENT_TOKEN,
     elicitation_callback: Any = None,
+    session: str | None = None,
 ) -> AsyncIterator[Client]:
-    """An `mcp.Client` on the gateway's /mcp as the agent holding ``token``."""
-    http = create_mcp_http_client(
-        headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60)
-    )
+    """An `mcp.Client` on the gateway's /mcp as the agent holding ``token`` (a 2026-07-28
+    client names its ``session`` with the ``Lockgate-Session`` header)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if session is not None:
+        headers["Lockgate-Session"] = session
+    http = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(30, read=60))
     async with http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(

@@ -11,18 +11,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from approvals_e2e_support import Rig, e2e_config
-from support import serve_asgi
-
-from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from approvals_e2e_support import Rig, served_rig
+from decisions_e2e_support import APPROVERS, DECISIONS_POLICY
 
 
 @pytest.fixture(scope="module")
 async def rig(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Rig]:
     """The module's gateway under uvicorn on 127.0.0.1, and where its upstream logs executions."""
-    directory = tmp_path_factory.mktemp("approvals-e2e")
-    log = directory / "executions.jsonl"
-    gateway = Gateway.from_config(e2e_config(directory, log=log))
-    async with serve_asgi(build_app(gateway)) as base:
-        yield Rig(base=base, log=log, gateway=gateway)
+    async with served_rig(tmp_path_factory.mktemp("approvals-e2e")) as rig:
+        yield rig
+
+
+@pytest.fixture(scope="module")
+async def decisions_rig(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Rig]:
+    """Like `rig`, with the grants/stages policy, twenty security approvers, a CTO, an on-call
+    approver, and the audit log beside the pending store."""
+    directory = tmp_path_factory.mktemp("decisions-e2e")
+    options = {"policy": DECISIONS_POLICY, "approvers": APPROVERS, "audit": True}
+    async with served_rig(directory, **options) as rig:
+        yield rig

@@ -383,10 +383,12 @@ async def test_the_cli_lists_and_approves_a_held_call(rig: Rig) -> None:
             assert approved.returncode == 0, approved.stderr
             return held["id"], listing.stdout.decode(), shown.stdout.decode()
 
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             result, (id, listing, shown) = await while_held(
                 lambda: client.call_tool(HELD, {"value": value}), approve_with_cli
             )
+            if pending_meta(result):  # three CLI starts outlasted the hold: re-issue, runs once
+                result = await client.call_tool(HELD, {"value": value})
         record = (await api.get(f"/api/approvals/{id}")).json()
         empty = await anyio.run_process([*cli, "list", "--tool", HELD, *auth], check=False)
         # A reader that stops early (``| head``) gets no traceback.
