@@ -21,16 +21,16 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
-_FILES = {
-    "/approvals": ("approvals.html", "text/html; charset=utf-8"),
-    "/approvals/app.js": ("app.js", "text/javascript; charset=utf-8"),
-    "/approvals/app.css": ("app.css", "text/css; charset=utf-8"),
+_MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
 }
 
 
-def _static(name: str, media_type: str) -> Route:
+def _static(path: str, name: str) -> Route:
     body = resources.files("gateway.web").joinpath(name).read_bytes()
-    path = next(p for p, (n, _) in _FILES.items() if n == name)
+    media_type = _MEDIA_TYPES[name[name.rindex(".") :]]
 
     async def endpoint(request: Request) -> Response:
         return Response(body, media_type=media_type, headers=SECURITY_HEADERS)
@@ -38,6 +38,13 @@ def _static(name: str, media_type: str) -> Route:
     return Route(path, endpoint, methods=["GET"])
 
 
+def _assets() -> list[str]:
+    """The page's scripts (ES modules, no build step) and style sheets."""
+    names = (entry.name for entry in resources.files("gateway.web").iterdir())
+    return sorted(n for n in names if n.endswith((".js", ".css")))
+
+
 def web_routes() -> list[BaseRoute]:
     """Routes serving the approvals page (it talks to ``/api/approvals`` with a Bearer token)."""
-    return [_static(name, media) for name, media in _FILES.values()]
+    page = _static("/approvals", "approvals.html")
+    return [page, *(_static(f"/approvals/{name}", name) for name in _assets())]
