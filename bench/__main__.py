@@ -28,7 +28,8 @@ METHODOLOGY = """\
 `python -m bench` (from the repository root, in the venv; a few minutes) runs every scenario
 and rewrites this file and `bench/results.json`. `--quick` is the smoke run, `--rounds`,
 `--calls`, `--eras legacy modern`, `--transports http stdio`, `--only 'http/*/echo*'` narrow it,
-`--no-audit` turns the audit log off, `--out DIR` writes elsewhere. `python -m bench profile`
+`--no-audit` turns the audit log off, `--policy bench/policy_limited.yaml` runs the gateway with
+a rate limit on every allowed call, `--out DIR` writes elsewhere. `python -m bench profile`
 samples the gateway with py-spy during the sequential echo scenario and prints where the time
 goes (`pip install py-spy`).
 
@@ -76,6 +77,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-audit", dest="audit", action="store_false", help="turn the audit log off"
     )
+    parser.add_argument(
+        "--policy",
+        type=Path,
+        help="the gateway's policy file (default bench/policy.yaml; bench/policy_limited.yaml "
+        "adds a rate limit to every allowed call)",
+    )
+    parser.add_argument(
+        "--capable",
+        action="store_true",
+        help="the client declares elicitation, sampling and roots (an upstream may ask it)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench", help="results directory")
     parser.add_argument("--rate", type=int, default=250, help="profile: samples per second")
     parser.add_argument("--tool", choices=["echo", "big"], default="echo", help="profile: tool")
@@ -92,6 +104,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         "eras": tuple(args.eras) if args.eras else None,
         "transports": tuple(args.transports) if args.transports else None,
         "audit": args.audit,
+        "policy": str(args.policy.resolve()) if args.policy else None,
+        "capable": args.capable or None,
     }
     return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})
 

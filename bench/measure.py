@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 from bench.procs import children, cpu_seconds
@@ -37,11 +38,28 @@ class Target:
         return self.prefix + name
 
 
+async def _refuse(*args: Any) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message="the bench client answers nothing")
+
+
+CAPABLE: dict[str, Any] = {
+    "elicitation_callback": _refuse,
+    "sampling_callback": _refuse,
+    "list_roots_callback": _refuse,
+}
+"""Callbacks that make a client declare elicitation, sampling and roots (never asked here)."""
+
+
 @contextlib.asynccontextmanager
-async def connect(target: Target, era: str) -> AsyncIterator[tuple[Client, Target]]:
-    """An open client on ``target``; for stdio, the target comes back with the spawned pids."""
+async def connect(
+    target: Target, era: str, *, capable: bool = False
+) -> AsyncIterator[tuple[Client, Target]]:
+    """An open client on ``target``; for stdio, the target comes back with the spawned pids.
+    A ``capable`` client declares elicitation, sampling and roots."""
     before = set(children(os.getpid()))
-    async with Client(target.server, mode=ERAS[era], read_timeout_seconds=120) as client:
+    callbacks = CAPABLE if capable else {}
+    mode = ERAS[era]
+    async with Client(target.server, mode=mode, read_timeout_seconds=120, **callbacks) as client:
         if target.transport == "stdio":
             spawned = sorted(set(children(os.getpid())) - before)
             pids = {"server": spawned[0]} if spawned else {}

@@ -38,10 +38,13 @@ def upstream_command(tools: int, http_port: int | None = None) -> list[str]:
     return [*command, "--http", str(http_port)] if http_port is not None else command
 
 
-def write_config(directory: Path, tools: int, *, port: int = 0, audit: bool = True) -> Path:
+def write_config(
+    directory: Path, tools: int, *, port: int = 0, audit: bool = True, policy: Path = POLICY
+) -> Path:
     """A gateway config: the upstream over stdio, the bench policy, SQLite approvals, events on.
 
-    ``audit`` keeps the (default) hash-chained SQLite audit log of the events.
+    ``audit`` keeps the (default) hash-chained SQLite audit log of the events; ``policy`` is
+    the policy file (``bench/policy_limited.yaml`` adds a rate limit to every allowed call).
     """
     command = upstream_command(tools)
     body = {
@@ -51,7 +54,7 @@ def write_config(directory: Path, tools: int, *, port: int = 0, audit: bool = Tr
         "servers": [
             {"name": "up", "transport": "stdio", "command": command[0], "args": command[1:]}
         ],
-        "policies": {"files": [str(POLICY)]},
+        "policies": {"files": [str(policy)]},
         "approvals": {"store": "sqlite", "path": str(directory / f"pending-{tools}-{port}.db")},
         "events": {
             "audit": {"enabled": audit, "path": str(directory / f"audit-{tools}-{port}.db")}
@@ -151,8 +154,10 @@ def upstream_launch(tools: int) -> Launch:
     return Launch(upstream_command(tools, port), port, "/mcp")
 
 
-def gateway_launch(directory: Path, tools: int, *, audit: bool = True) -> Launch:
+def gateway_launch(
+    directory: Path, tools: int, *, audit: bool = True, policy: Path = POLICY
+) -> Launch:
     """``lockgate serve`` in front of the upstream over stdio (the "gateway" HTTP target)."""
     port = free_port()
-    config = write_config(directory, tools, port=port, audit=audit)
+    config = write_config(directory, tools, port=port, audit=audit, policy=policy)
     return Launch([*GATEWAY_CLI, "serve", "-c", str(config), "--port", str(port)], port, "/healthz")

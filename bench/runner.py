@@ -29,6 +29,7 @@ from bench.measure import (
 )
 from bench.procs import (
     GATEWAY_CLI,
+    POLICY,
     PREFIX,
     gateway_launch,
     serve,
@@ -58,6 +59,8 @@ class Settings:
     transports: tuple[str, ...] = ("http", "stdio")
     only: str = "*"
     audit: bool = True
+    capable: bool = False
+    policy: str = str(POLICY)
 
     def wants(self, key: str) -> bool:
         """Whether ``transport/era/name`` is selected by ``only`` (comma-separated globs)."""
@@ -129,7 +132,12 @@ class Bench:
         for tools in sizes:
             launches += [
                 upstream_launch(tools),
-                gateway_launch(self.workdir, tools, audit=self.settings.audit),
+                gateway_launch(
+                    self.workdir,
+                    tools,
+                    audit=self.settings.audit,
+                    policy=Path(self.settings.policy),
+                ),
             ]
         with serve(launches, self.log) as served:
             pairs = {}
@@ -144,7 +152,8 @@ class Bench:
 
     def _stdio_pair(self, tools: int) -> Pair:
         command = upstream_command(tools)
-        config = write_config(self.workdir, tools, audit=self.settings.audit)
+        s = self.settings
+        config = write_config(self.workdir, tools, audit=s.audit, policy=Path(s.policy))
         gateway = [*GATEWAY_CLI, "stdio", "-c", str(config)]
         return Pair(
             Target("direct", "stdio", StdioServerParameters(command=command[0], args=command[1:])),
@@ -187,10 +196,11 @@ class Bench:
     ) -> AsyncIterator[dict[str, list[tuple[Client, Target]]]]:
         async with contextlib.AsyncExitStack() as stack:
             opened: dict[str, list[tuple[Client, Target]]] = {"direct": [], "gateway": []}
+            capable = self.settings.capable
             for target in (pair.direct, pair.gateway):
                 for _ in range(sessions):
                     opened[target.label].append(
-                        await stack.enter_async_context(connect(target, era))
+                        await stack.enter_async_context(connect(target, era, capable=capable))
                     )
             for client, target in [*opened["direct"], *opened["gateway"]]:
                 await call_latencies(client, target.tool(ECHO[0]), ECHO[1], self.settings.warmup)

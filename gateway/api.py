@@ -12,12 +12,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.api_errors import BadRequest, error_response, read_json
+from gateway.api_grants import GrantBody, grant_routes
 from gateway.api_pins import pin_routes
 from gateway.approvals.access import may_see
 from gateway.approvals.errors import PendingNotFound
+from gateway.approvals.holding import Holding
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
-from gateway.auth import Authenticator, Role, bearer_token
+from gateway.auth import Authenticator, Identity, Role, bearer_token
 from gateway.events.scopes import approver_scope, subscriber_scope
 from gateway.events.sse import Visible, events_endpoint
 from gateway.gateway import Gateway
@@ -37,6 +39,13 @@ class DecisionBody(BaseModel):
     decision: Literal["approve", "deny", "edit", "respond"]
     message: str | None = Field(None, description="deny: for the model; respond: the result")
     args: dict[str, Any] | None = Field(None, description="edit: the arguments to run instead")
+    grant: GrantBody | None = Field(
+        None, description="approve: also allow later calls of the session or the tool"
+    )
+    break_glass: bool = Field(
+        False, description="approve at once, skipping remaining stages (needs reason)"
+    )
+    reason: str | None = Field(None, description="break_glass: why it cannot wait (on record)")
 
 
 class ResultBody(BaseModel):
@@ -79,8 +88,13 @@ def _langgraph(request: Request) -> bool:
     return value == "langgraph"
 
 
-def _shaped(call: PendingCall, langgraph: bool) -> dict[str, Any]:
-    return interrupt_request(call) if langgraph else call.to_json()
+def _shaped(call: PendingCall, langgraph: bool, holding: Holding) -> dict[str, Any]:
+    return interrupt_request(call) if langgraph else _call_json(call, holding)
+
+
+def _call_json(call: PendingCall, holding: Holding) -> dict[str, Any]:
+    """A call as the API serves it: the record, and whether its caller is still waiting."""
+    return {**call.to_json(), "waiting": call.id in holding}
 
 
 MAX_SCANNED = 1000
@@ -94,22 +108,38 @@ def _limit(raw: str) -> int:
         raise BadRequest(f"limit must be an integer, not {raw!r}") from None
 
 
-def _who(auth: Authenticator, request: Request, *roles: Role) -> Principal | None:
-    return auth.authenticate(bearer_token(request.headers.get("authorization")), *roles)
+async def _identify(auth: Authenticator, request: Request) -> Identity:
+    """What the request's bearer token is (static or JWT), judged once per request."""
+    identity = getattr(request.state, "lockgate_identity", None)
+    if not isinstance(identity, Identity):
+        identity = await auth.identify(bearer_token(request.headers.get("authorization")))
+        request.state.lockgate_identity = identity
+    return identity
 
 
-ALL_ROLES: tuple[Role, ...] = get_args(Role)
+async def _who(auth: Authenticator, request: Request, *roles: Role) -> Principal | None:
+    found = (await _identify(auth, request)).holding(*roles)
+    return None if found is None else found.principal
 
 
 def _refused(auth: Authenticator, request: Request, roles: tuple[Role, ...]) -> JSONResponse:
-    """401 for no or an unknown token; 403 for a known token without the role."""
+    """401 for no, an unknown or a refused token (saying why, with the OAuth resource metadata
+    challenge and the scopes of ``roles``); 403 for a valid token without the role
+    (``insufficient_scope`` for a JWT that a scope would give it), as `_identify` judged it."""
+    identity = getattr(request.state, "lockgate_identity", None) or Identity()
     needed = " or ".join(roles)
-    if _who(auth, request, *ALL_ROLES) is not None:
-        body = {"error": "forbidden", "detail": f"this token is not a {needed} token"}
-        return JSONResponse(body, status_code=403)
-    headers = {"WWW-Authenticate": 'Bearer realm="lockgate"'}
-    body = {"error": "unauthorized", "detail": f"a {needed} token is required"}
-    return JSONResponse(body, status_code=401, headers=headers)
+    scopes = auth.metadata.scopes_for(*roles)
+    if identity.valid:
+        description = f"this token is not {'an' if needed[0] in 'aeiou' else 'a'} {needed} token"
+        if identity.via_jwt and scopes:
+            return auth.metadata.insufficient_scope(
+                request.scope, "", description=description, scopes=scopes
+            )
+        return JSONResponse({"error": "forbidden", "detail": description}, status_code=403)
+    description = identity.problem or f"a {needed} token is required"
+    return auth.metadata.unauthorized(
+        request.scope, "", presented=identity.presented, description=description, scopes=scopes
+    )
 
 
 def _guard(
@@ -118,7 +148,7 @@ def _guard(
     handler: Callable[[Request, Principal], Awaitable[Response]],
 ) -> Endpoint:
     async def endpoint(request: Request) -> Response:
-        who = _who(auth, request, *roles)
+        who = await _who(auth, request, *roles)
         if who is None:
             return _refused(auth, request, roles)
         try:
@@ -134,6 +164,11 @@ class _Handlers:
 
     def __init__(self, gateway: Gateway) -> None:
         self.store, self.service = gateway.store, gateway.approvals
+        self.holding = gateway.holding
+
+    async def me(self, request: Request, who: Principal) -> Response:
+        """``GET /api/me``: who the token belongs to (the page says "signed in as")."""
+        return JSONResponse({"id": who.id, "roles": sorted(who.roles), "tenant": who.tenant})
 
     async def list_calls(self, request: Request, who: Principal) -> Response:
         await self.store.sweep_expired()  # nothing overdue is offered as pending
@@ -149,12 +184,12 @@ class _Handlers:
         )
         mine = [c for c in calls if may_see(c, who)][:limit]
         langgraph = _langgraph(request)
-        return JSONResponse({"items": [_shaped(c, langgraph) for c in mine]})
+        return JSONResponse({"items": [_shaped(c, langgraph, self.holding) for c in mine]})
 
     async def get_call(self, request: Request, who: Principal) -> Response:
         await self.store.sweep_expired()
         call = await self._visible_call(request, who)
-        return JSONResponse(_shaped(call, _langgraph(request)))
+        return JSONResponse(_shaped(call, _langgraph(request), self.holding))
 
     async def _visible_call(self, request: Request, who: Principal) -> PendingCall:
         """The call named in the path, if ``who`` may see it (else: not found, as if absent)."""
@@ -174,8 +209,11 @@ class _Handlers:
             channel=_channel(request),
             message=body.message,
             args=body.args,
+            grant=body.grant.request() if body.grant is not None else None,
+            break_glass=body.break_glass,
+            reason=body.reason,
         )
-        return JSONResponse(call.to_json())
+        return JSONResponse(_call_json(call, self.holding))
 
     async def _decision_body(self, request: Request) -> DecisionBody:
         """The decision posted: a lockgate body, or (``?format=langgraph``) a LangGraph
@@ -197,7 +235,7 @@ class _Handlers:
             error=body.error,
             retry_after=body.retry_after,
         )
-        return JSONResponse(call.to_json())
+        return JSONResponse(_call_json(call, self.holding))
 
 
 def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
@@ -206,20 +244,23 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
     approver: tuple[Role, ...] = ("approver",)
     worker: tuple[Role, ...] = ("worker", "approver")
     watchers: tuple[Role, ...] = ("subscriber", "approver")
+    anyone: tuple[Role, ...] = ("approver", "subscriber", "worker")
 
-    def scope(request: Request) -> Visible | bool:
+    async def scope(request: Request) -> Visible | bool:
         """A subscriber's filter, or an approver's own calls (gateway/events/scopes.py)."""
-        token = bearer_token(request.headers.get("authorization"))
-        found = auth.subscription(token, *watchers)
+        found = (await _identify(auth, request)).holding(*watchers)
         if found is None:
             return False
-        role, who, events = found
-        if role == "subscriber":
-            return subscriber_scope(events, who.tenant)
+        who = found.principal
+        if found.role == "subscriber":
+            return subscriber_scope(found.events, who.tenant)
         return approver_scope(who, gateway.store, pins=gateway.pins.may_accept(who))
 
-    events = events_endpoint(gateway.events, scope, refused=lambda r: _refused(auth, r, watchers))
+    events = events_endpoint(
+        gateway.event_stream, scope, refused=lambda r: _refused(auth, r, watchers)
+    )
     return [
+        Route("/api/me", _guard(auth, anyone, api.me), methods=["GET"]),
         Route("/api/approvals", _guard(auth, approver, api.list_calls), methods=["GET"]),
         Route("/api/approvals/{id}", _guard(auth, approver, api.get_call), methods=["GET"]),
         Route("/api/approvals/{id}/decision", _guard(auth, approver, api.decide), methods=["POST"]),
@@ -228,4 +269,5 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         Route("/api/calls/{id}/result", _guard(auth, worker, api.post_result), methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
         *pin_routes(gateway, lambda handler: _guard(auth, approver, handler)),
+        *grant_routes(gateway, lambda handler: _guard(auth, approver, handler)),
     ]

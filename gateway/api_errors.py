@@ -9,7 +9,13 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.errors import (
+    DecisionInvalid,
+    GrantConflict,
+    GrantNotFound,
+    PendingConflict,
+    PendingNotFound,
+)
 from gateway.approvals.human_interrupt import InvalidHumanResponse
 from gateway.approvals.service import DecisionRefused, NotAnApprover
 from gateway.errors import http_status_for
@@ -52,8 +58,12 @@ def error_response(exc: Exception) -> JSONResponse:
         return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=exc.status)
     if isinstance(exc, InvalidHumanResponse):
         return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=400)
-    if isinstance(exc, PendingNotFound):
+    if isinstance(exc, PendingNotFound | GrantNotFound):
         return JSONResponse({"error": "not_found", "detail": str(exc)}, status_code=404)
+    if isinstance(exc, DecisionInvalid):
+        return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=400)
+    if isinstance(exc, GrantConflict):
+        return JSONResponse({"error": "conflict", "detail": str(exc)}, status_code=409)
     if isinstance(exc, PendingConflict):
         body = {"error": "conflict", "detail": str(exc), "state": exc.call.state}
         return JSONResponse(body, status_code=409)

@@ -8,6 +8,7 @@ result, a question for the caller, or a JSON-RPC error. The faces differ only in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,6 +21,7 @@ from gateway.caller_approval import answer_input, input_required_result
 from gateway.gateway import Gateway
 from gateway.mcp_errors import mcp_error
 from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
+from toolsets.peer import ClientPeer
 from toolsets.result import ToolResult
 
 __all__ = [
@@ -89,8 +91,11 @@ class CallHandler:
         client: ClientInfo,
         progress: ProgressCallback | None = None,
         elicit: ElicitCallback | None = None,
+        peer: ClientPeer | None = None,
     ) -> CallOutcome:
-        """The outcome of ``request``, made by ``principal`` in ``session_id``.
+        """The outcome of ``request``, made by ``principal`` in ``session_id``; ``peer`` is the
+        client as the call's upstream may reach it (`gateway.relay`). A 2026-07-28 client that
+        an upstream may ask runs its call parked (`gateway.relay.parking`).
 
         Raises:
             BackChannelRequired: the call would ask a 2025-11-25 caller and ``elicit`` is None;
@@ -103,13 +108,33 @@ class CallHandler:
             progress=progress,
             elicit=elicit,
             max_hold=request.max_hold,
+            peer=peer,
         )
+        relay = self.gateway.relay
+        state = request.request_state
+        if state is not None and relay.parking.owns(state):
+            outcome = await relay.parking.resume(state, request.input_responses, request.name, ctx)
+        elif relay.parking.wanted(ctx):
+            run = functools.partial(self._run, request)
+            outcome = await relay.parking.run(run, request.name, ctx)
+        else:
+            outcome = await self._run(request, ctx)
+        if peer is not None and peer.log_level is not None:
+            await relay.logs.delivered()  # the call's log messages go before its result
+        return outcome
+
+    async def _run(self, request: ToolCallRequest, ctx: CallContext) -> CallOutcome:
+        """Run the call: apply a 2026-07-28 caller's answer to an approval, then the chain.
+
+        Raises:
+            BackChannelRequired: as `__call__`.
+        """
         try:
             if request.request_state is not None and not await answer_input(
                 self.gateway, request.request_state, request.input_responses, ctx
             ):
                 # No decision from the caller: an approver decides, so do not ask again.
-                ctx = replace(ctx, client=replace(client, elicitation=False))
+                ctx = replace(ctx, client=replace(ctx.client, elicitation=False))
             return await self.gateway.call_tool(request.name, request.arguments, ctx)
         except InputRequired as held:
             return input_required_result(self.gateway, held, ctx)

@@ -14,7 +14,16 @@ from typing import Any
 
 import anyio
 
-from gateway import cli_approvals, cli_events, cli_pins, cli_replay, cli_scripts
+from gateway import (
+    cli_approvals,
+    cli_db,
+    cli_events,
+    cli_grants,
+    cli_pins,
+    cli_replay,
+    cli_scripts,
+    doctor,
+)
 from gateway.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
@@ -171,7 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arg(call)
     call.set_defaults(func=_async(_run_call))
 
+    cli_db.register(commands, config_option=_config_arg)
+    doctor.register(commands, config_option=_config_arg)
     cli_approvals.register(commands)
+    cli_grants.register(commands)
     cli_pins.register(commands)
     cli_events.register(commands)
     cli_scripts.register(commands, call=_async(_run_call), config_option=_config_arg)

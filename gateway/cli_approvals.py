@@ -5,67 +5,28 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
 import time
 from typing import Any
 
 import anyio
-import httpx2
 
+from gateway._cli_rest import (
+    ApiError,
+    ago,
+    api_request,
+    approver_headers,
+    connection_options,
+    iso,
+    print_listing,
+)
 from gateway.cli_events import format_event, stream_events
 from gateway.events.model import Event
-from toolsets.errors import LockgateError
 
 __all__ = ["ApiError", "api_request", "connection_options", "register"]
 
-DEFAULT_URL = "http://127.0.0.1:8765"
-
-
-class ApiError(LockgateError):
-    """The gateway refused or could not be reached."""
-
-
-def _client(args: argparse.Namespace) -> httpx2.Client:
-    token = args.token or os.environ.get("LOCKGATE_APPROVER_TOKEN")
-    if not token:
-        raise ApiError("an approver token is needed: --token or LOCKGATE_APPROVER_TOKEN")
-    headers = {"Authorization": f"Bearer {token}", "X-Lockgate-Channel": "cli"}
-    return httpx2.Client(base_url=args.url, headers=headers, timeout=30.0)
-
-
-def api_request(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
-    try:
-        with _client(args) as client:
-            response = client.request(method, path, json=body)
-    except httpx2.TransportError as exc:
-        raise ApiError(f"cannot reach the gateway at {args.url}: {exc}") from None
-    is_json = response.headers.get("content-type", "").startswith("application/json")
-    data = response.json() if is_json else {}
-    if response.status_code >= 400:
-        body = data if isinstance(data, dict) else {}
-        detail = body.get("detail", response.text)
-        raise ApiError(f"{response.status_code} {body.get('error', '')}: {detail}")
-    return data
-
-
 COLUMNS = ("ID", "STATE", "TOOL", "CALLER", "REQUESTED", "EXPIRES", "ARGS")
 TIMES = ("created_at", "updated_at", "expires_at")
-
-
-def ago(seconds: float, now: float) -> str:
-    """``seconds`` (unix time) relative to ``now``: ``3m ago``, ``in 7m``."""
-    delta = seconds - now
-    span = abs(delta)
-    text = next(
-        (
-            f"{int(span // unit)}{name}"
-            for unit, name in ((86400, "d"), (3600, "h"), (60, "m"))
-            if span >= unit
-        ),
-        f"{int(span)}s",
-    )
-    return f"in {text}" if delta > 0 else f"{text} ago"
 
 
 def table(calls: list[dict[str, Any]], now: float) -> list[str]:
@@ -92,14 +53,9 @@ def table(calls: list[dict[str, Any]], now: float) -> list[str]:
 def _list(args: argparse.Namespace) -> int:
     params = [f"state={args.state}"] + ([f"tool={args.tool}"] if args.tool else [])
     data = api_request(args, "GET", "/api/approvals?" + "&".join(params))
-    if args.json:
-        print(json.dumps(data["items"], indent=2))
-    elif not data["items"]:
-        of = f" of {args.tool}" if args.tool else ""
-        print(f"no {args.state.replace(',', ' or ')} approvals{of}")
-    else:
-        print("\n".join(table(data["items"], time.time())))
-    return 0
+    of = f" of {args.tool}" if args.tool else ""
+    empty = f"no {args.state.replace(',', ' or ')} approvals{of}"
+    return print_listing(args, data["items"], empty, lambda items: table(items, time.time()))
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -107,17 +63,30 @@ def _show(args: argparse.Namespace) -> int:
     if not args.json:  # for people: ISO times, and how long it may still wait
         if call["state"] == "pending":
             call["time_left"] = ago(call["expires_at"], time.time()).removeprefix("in ")
-        call.update({key: _iso(call[key]) for key in TIMES})
+        call.update({key: iso(call[key]) for key in TIMES})
     print(json.dumps(call, indent=2))
     return 0
 
 
-def _iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+def _approval_extras(args: argparse.Namespace) -> dict[str, Any]:
+    """``approve``'s grant and break-glass options as decision-body fields."""
+    body: dict[str, Any] = {}
+    if getattr(args, "grant", None):
+        grant: dict[str, Any] = {"scope": args.grant, "principal": args.principal}
+        if args.duration is not None:
+            grant["duration"] = args.duration
+        body["grant"] = grant
+    elif getattr(args, "duration", None) is not None or getattr(args, "principal", False):
+        raise ApiError("--for and --principal go with --grant session|tool")
+    if getattr(args, "break_glass", False):
+        body |= {"break_glass": True, "reason": args.reason or ""}
+    elif getattr(args, "reason", None):
+        raise ApiError("--reason goes with --break-glass")
+    return body
 
 
 def _decide(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"decision": args.decision}
+    body: dict[str, Any] = {"decision": args.decision, **_approval_extras(args)}
     if getattr(args, "message", None):
         body["message"] = args.message
     if getattr(args, "text", None) is not None:
@@ -128,8 +97,26 @@ def _decide(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as exc:
             raise ApiError(f"--args is not valid JSON: {exc.msg}") from None
     call = api_request(args, "POST", f"/api/approvals/{args.id}/decision", body)
-    print(f"{call['id']}: {call['state']} ({call['decision']} by {call['decided_by']})")
+    print(_decided_line(call, args))
     return 0
+
+
+def _decided_line(call: dict[str, Any], args: argparse.Namespace) -> str:
+    """What a decision did: decided, a stage vote recorded, a grant made."""
+    if call["state"] == "pending" and call.get("stages"):
+        stage = call["stage"]
+        votes = sum(1 for vote in call["votes"] if vote["stage"] == stage)
+        needed = call["stages"][stage]["min"]
+        return (
+            f"{call['id']}: vote recorded; pending, stage {stage + 1} of {len(call['stages'])} "
+            f"has {votes} of {needed} votes"
+        )
+    line = f"{call['id']}: {call['state']} ({call['decision']} by {call['decided_by']})"
+    if getattr(args, "break_glass", False):
+        line += " -- break-glass, on record"
+    if call.get("grant_id"):
+        line += f"; grant {call['grant_id']} (lockgate grants revoke {call['grant_id']})"
+    return line
 
 
 def watch_line(event: Event) -> str:
@@ -147,15 +134,19 @@ def watch_line(event: Event) -> str:
             f"{event.time} {data.get('decision')} {id}: {tool} by {data.get('decided_by')} "
             f"via {data.get('channel')}"
         )
+    if event.type == "tool.approval.vote":
+        return (
+            f"{event.time} vote {id}: {tool} by {data.get('by')}, stage {data.get('stage', 0) + 1}"
+            f" of {data.get('stages')} has {data.get('votes')} of {data.get('needed')}"
+        )
+    if event.type == "tool.approval.break_glass":
+        return f"{event.time} break-glass {id}: {tool} by {data.get('by')}: {data.get('reason')}"
     return format_event(event)
 
 
 def _watch(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get("LOCKGATE_APPROVER_TOKEN")
-    if not token:
-        raise ApiError("an approver token is needed: --token or LOCKGATE_APPROVER_TOKEN")
+    headers = approver_headers(args)
     url = args.url.rstrip("/") + "/api/events"
-    headers = {"Authorization": f"Bearer {token}", "X-Lockgate-Channel": "cli"}
     params = {"types": "tool.approval.*,tool.deferred"}
     stream = functools.partial(stream_events, line_of=watch_line)
     try:
@@ -164,9 +155,27 @@ def _watch(args: argparse.Namespace) -> int:
         raise ApiError(str(exc)) from None
 
 
-def connection_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=os.environ.get("LOCKGATE_URL", DEFAULT_URL))
-    parser.add_argument("--token", help="approver token (default: $LOCKGATE_APPROVER_TOKEN)")
+def _approve_options(approve: argparse.ArgumentParser) -> None:
+    approve.add_argument(
+        "--grant",
+        choices=("session", "tool"),
+        help="also allow later calls of this rule: in the caller's session, or of the tool",
+    )
+    approve.add_argument(
+        "--for",
+        dest="duration",
+        metavar="DURATION",
+        help="how long the grant lasts: 30m, 1h, seconds (default: the rule's grant_max)",
+    )
+    approve.add_argument(
+        "--principal", action="store_true", help="--grant tool: only this call's caller"
+    )
+    approve.add_argument(
+        "--break-glass",
+        action="store_true",
+        help="approve at once, skipping remaining stages (needs --reason; on record)",
+    )
+    approve.add_argument("--reason", help="--break-glass: why it cannot wait")
 
 
 def register(subparsers: Any) -> None:
@@ -193,6 +202,7 @@ def register(subparsers: Any) -> None:
         if extra:
             sub.add_argument(extra, required=name != "deny", help=f"{name}: {extra[2:]}")
         sub.set_defaults(func=_decide, decision=name)
+    _approve_options(commands.choices["approve"])
     watch = commands.add_parser("watch", help="print held calls and decisions as they happen")
     watch.add_argument("--json", action="store_true", help="print each CloudEvent as JSON")
     watch.add_argument("-n", "--count", type=int, help="exit after this many events")

@@ -17,9 +17,11 @@ from typing import Any, Final, TextIO
 import anyio
 import httpx2
 
+from gateway.config import load_config
 from gateway.events.audit import AuditEntry, read_tail
-from gateway.events.audit_verify import verify
+from gateway.events.audit_verify import VerifyReport, verify
 from gateway.events.model import Event
+from toolsets.errors import LockgateError
 
 __all__ = ["DEFAULT_AUDIT_DB", "DEFAULT_URL", "format_event", "main", "register"]
 
@@ -58,6 +60,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     check = audit_commands.add_parser("verify", help="recompute the hash chain")
     check.add_argument("--db", default=DEFAULT_AUDIT_DB, help=f"default {DEFAULT_AUDIT_DB}")
+    check.add_argument(
+        "--config",
+        "-c",
+        help="verify the log this gateway config writes (with storage.backend: postgres, the "
+        "chain every replica shares, in the database); overrides --db",
+    )
     check.set_defaults(func=_guarded(_audit_verify))
     last = audit_commands.add_parser("tail", help="print the last entries")
     last.add_argument("--db", default=DEFAULT_AUDIT_DB, help=f"default {DEFAULT_AUDIT_DB}")
@@ -70,7 +78,7 @@ def _guarded(command: Command) -> Command:
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
-        except (_UserError, FileNotFoundError, sqlite3.DatabaseError) as exc:
+        except (_UserError, FileNotFoundError, sqlite3.DatabaseError, LockgateError) as exc:
             print(f"lockgate: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
@@ -80,12 +88,28 @@ def _guarded(command: Command) -> Command:
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
-    report = verify(args.db)
+    report = verify(args.db) if args.config is None else anyio.run(_verify_configured, args.config)
     if report.ok:
         print(f"ok: {report.entries} entries, head {report.head_hash}")
         return 0
     print(f"BROKEN at entry {report.first_bad_seq}: {report.problem}", file=sys.stderr)
     return 1
+
+
+async def _verify_configured(path: str) -> VerifyReport:
+    """Verify the audit log the gateway config at ``path`` writes."""
+    config = load_config(path)
+    if config.storage.backend != "postgres":
+        return verify(config.resolve(config.events.audit.path))
+    from gateway.postgres.audit import verify_database
+    from gateway.postgres.database import Database
+    from gateway.postgres.settings import PostgresSettings
+
+    database = Database(PostgresSettings.from_config(config))
+    try:
+        return await verify_database(database)
+    finally:
+        await database.close()
 
 
 def _audit_tail(args: argparse.Namespace) -> int:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from typing import Any
 
-from gateway.cli_approvals import api_request, connection_options
+from gateway._cli_rest import aligned, api_request, connection_options, iso, print_listing
 
 __all__ = ["register"]
 
@@ -15,7 +14,7 @@ COLUMNS = ("TOOL", "STATE", "CHANGED", "FIELDS", "PIN")
 
 
 def _when(seconds: float | None) -> str:
-    return "-" if seconds is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    return "-" if seconds is None else iso(seconds)
 
 
 def _table(pins: list[dict[str, Any]]) -> list[str]:
@@ -29,20 +28,13 @@ def _table(pins: list[dict[str, Any]]) -> list[str]:
         )
         for p in pins
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    cells = (zip(row, widths, strict=True) for row in rows)
-    return ["  ".join(c.ljust(w) for c, w in line).rstrip() for line in cells]
+    return aligned(rows)
 
 
 def _list(args: argparse.Namespace) -> int:
     data = api_request(args, "GET", "/api/pins" + ("?all=true" if args.all else ""))
-    if args.json:
-        print(json.dumps(data["items"], indent=2))
-    elif not data["items"]:
-        print("no tool definitions" if args.all else "no changed tool definitions in quarantine")
-    else:
-        print("\n".join(_table(data["items"])))
-    return 0
+    empty = "no tool definitions" if args.all else "no changed tool definitions in quarantine"
+    return print_listing(args, data["items"], empty, _table)
 
 
 def _diff(args: argparse.Namespace) -> int:

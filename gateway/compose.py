@@ -1,7 +1,7 @@
 """Building the toolset chain from the config: the one place where the layers are wired.
 
-``Filtered( Validating( Policy( ApprovalRequired( Events( Pinned( Combined(
-Prefixed(MCPServer)..., functions, external )))))))``
+``Filtered( Validating( Policy( RateLimited( ApprovalRequired( Events( Pinned( Combined(
+Prefixed(ResourceLinks(MCPServer))..., functions, external ))))))))``
 """
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gateway.approvals.holding import HeldCalls
+from gateway.approvals.grant_sqlite import SQLiteGrantStore
+from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
+from gateway.approvals.holding import HeldCalls, Holding
 from gateway.approvals.memory import MemoryPendingStore
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.sealing import RequestStateSealer
@@ -19,8 +21,7 @@ from gateway.approvals.service import ApprovalService
 from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import PendingListener, PendingStore
 from gateway.config import GatewayConfig, ServerConfig, function_specs
-from gateway.events.audit import AuditLog
-from gateway.events.audit_sink import AuditSink
+from gateway.event_parts import EventParts, event_parts, folder_for
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder
@@ -28,18 +29,20 @@ from gateway.external import EXTERNAL_SERVER, external_toolset
 from gateway.group_loaders import GroupLoaders
 from gateway.metrics import Metrics
 from gateway.pins import MemoryPinStore, PinStore, SQLitePinStore, ToolPins
+from gateway.rate_counter import MemoryRateCounter
 from gateway.refusals import Refusals
-from gateway.scripts.build import script_hooks, script_host, script_toolset
+from gateway.scripts.build import has_scripts, script_hooks, script_host, script_toolset
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.sessions.store import MemorySessionStore, SQLiteSessionStore
+from gateway.surface.guard import PolicySurfaceGuard
 from gateway.upstreams import build_upstream
 from policies import PolicyDecider, PolicyEngine, PolicyHolder
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.approval_required import ApprovalRequiredToolset
 from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
-from toolsets.errors import ConfigError, ConfigIssue, LockgateError
+from toolsets.errors import ConfigError, ConfigIssue
 from toolsets.events import EventsToolset
 from toolsets.filtered import FilteredToolset
 from toolsets.function import FunctionTool, FunctionToolset, import_function
@@ -48,8 +51,14 @@ from toolsets.mcp_server import MCPServerToolset, StatusHandler
 from toolsets.pinned import PinnedToolset
 from toolsets.policy import PolicyToolset
 from toolsets.prefixed import PrefixedToolset
+from toolsets.rate_limited import RateLimitedToolset
+from toolsets.rates import RateCounter
+from toolsets.resource_links import ResourceLinksToolset
 from toolsets.tooldef import ToolDef
 from toolsets.validated import SchemaValidators, ValidatingToolset
+
+if TYPE_CHECKING:
+    from gateway.postgres.backend import PostgresBackend
 
 __all__ = ["Parts", "compose"]
 
@@ -58,13 +67,11 @@ __all__ = ["Parts", "compose"]
 class Parts:
     """Everything a running gateway is made of."""
 
-    bus: EventBus
-    recorder: Recorder
-    audit: AuditLog | None
-    audit_sink: AuditSink | None
+    events: EventParts
     metrics: Metrics
     policy: PolicyHolder
     approvals: ApprovalService
+    holding: Holding
     sealer: RequestStateSealer
     combined: CombinedToolset
     pins: ToolPins
@@ -74,6 +81,7 @@ class Parts:
     decider: PolicyDecider
     upstreams: dict[str, MCPServerToolset]
     root: Toolset
+    surface_guard: PolicySurfaceGuard
 
 
 def _policy(config: GatewayConfig) -> PolicyHolder:
@@ -93,55 +101,75 @@ class _Expiries:
             await self.service.announce(call)
 
 
-def _audit(config: GatewayConfig) -> AuditLog | None:
-    if not config.events.audit.enabled:
+def _shared(config: GatewayConfig) -> PostgresBackend | None:
+    """The PostgreSQL backend when ``storage.backend`` selects it: every shared store on it."""
+    if config.storage.backend != "postgres":
         return None
-    path = config.resolve(config.events.audit.path)
-    _folder_for(path, "events.audit.path")
-    return AuditLog(path)
+    try:
+        from gateway.postgres.backend import PostgresBackend
+    except ImportError as exc:
+        issue = ConfigIssue("", None, None, "storage.backend", f"postgres needs {exc.name!r}")
+        raise ConfigError([issue]) from None  # install with: pip install 'lockgate[postgres]'
+    return PostgresBackend.from_config(config)
 
 
-def _store(config: GatewayConfig, listener: PendingListener) -> PendingStore:
+def _store(
+    config: GatewayConfig, listener: PendingListener, shared: PostgresBackend | None
+) -> PendingStore:
+    if shared is not None:
+        return shared.pending_store(listener)
     if config.approvals.store == "memory":
         return MemoryPendingStore(listener=listener)
     path = config.resolve(config.approvals.path)
-    _folder_for(path, "approvals.path")
+    folder_for(path, "approvals.path")
     return SQLitePendingStore(path, listener=listener)
 
 
-def _pin_store(config: GatewayConfig) -> PinStore:
-    """Pins live beside the pending calls: in memory, or in the same SQLite file."""
+def _pin_store(config: GatewayConfig, shared: PostgresBackend | None) -> PinStore:
+    """Pins live beside the pending calls: in memory, the same SQLite file, or PostgreSQL."""
+    if shared is not None:
+        return shared.pin_store()
     if config.approvals.store == "memory":
         return MemoryPinStore()
     return SQLitePinStore(config.resolve(config.approvals.path))
 
 
-def _sessions(config: GatewayConfig) -> SessionBook:
-    """Session state lives beside the pending calls: in memory, or in the same SQLite file."""
+def _grant_store(config: GatewayConfig, shared: PostgresBackend | None) -> GrantStore:
+    """Grants live beside the pending calls: in memory, the same SQLite file, or PostgreSQL."""
+    if shared is not None:
+        return shared.grant_store()
+    if config.approvals.store == "memory":
+        return MemoryGrantStore()
+    return SQLiteGrantStore(config.resolve(config.approvals.path))
+
+
+def _sessions(
+    config: GatewayConfig, shared: PostgresBackend | None, policy: PolicyHolder
+) -> SessionBook:
+    """Session state lives beside the pending calls: in memory, the same SQLite file, or
+    PostgreSQL (read and written through while decisions read it, for replicas)."""
+    if shared is not None:
+        scripted = has_scripts(config)
+        return shared.session_book(lambda: scripted or policy.current.uses_session)
     if config.approvals.store == "memory":
         return SessionBook(MemorySessionStore())
     return SessionBook(SQLiteSessionStore(config.resolve(config.approvals.path)))
 
 
-def _pins(config: GatewayConfig, recorder: Recorder, servers: Sequence[str]) -> ToolPins:
+def _pins(
+    config: GatewayConfig,
+    recorder: Recorder,
+    servers: Sequence[str],
+    shared: PostgresBackend | None,
+) -> ToolPins:
     return ToolPins(
-        _pin_store(config),
+        _pin_store(config, shared),
         servers=servers,
         on_change=config.pins.on_change,
         on_metadata_change=config.pins.on_metadata_change,
         approvers=config.pins.approvers,
         record=recorder.record,
     )
-
-
-def _folder_for(path: Path, key: str) -> None:
-    """Create the folder of a file the gateway writes, or say which setting to fix."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise LockgateError(
-            f"cannot create the folder of {path} ({exc.strerror}): fix {key} in the config"
-        ) from None
 
 
 def _sealer(config: GatewayConfig) -> RequestStateSealer:
@@ -184,13 +212,19 @@ def _children(
             assert host is not None  # a script server makes `_script_host` build one
             local = script_toolset(config, index, host)
         else:
-            local = upstreams[server.name] = build_upstream(
+            upstream = upstreams[server.name] = build_upstream(
                 config, server, on_tools_changed=on_changed, on_status=on_status
             )
+            local = ResourceLinksToolset(upstream, server.exposed_prefix)  # URIs as names
         children.append(PrefixedToolset(local, server.exposed_prefix))
     if config.external_tools:
         children.append(external_toolset(config.external_tools))
     return children
+
+
+def _rate_counter(shared: PostgresBackend | None) -> RateCounter:
+    """Rate-limit counters: shared by the replicas on PostgreSQL, else in this process."""
+    return shared.rate_counter() if shared is not None else MemoryRateCounter()
 
 
 def _chain(
@@ -202,29 +236,26 @@ def _chain(
     *,
     sessions: SessionBook,
     hooks: CallHooks | None,
+    holding: Holding,
+    rates: RateCounter,
 ) -> tuple[Toolset, PolicyDecider]:
     """The call chain over ``served``, and its hide predicate; each step is one wrapper in
     ``toolsets/``, and the order below is the order a call passes them (docs/architecture.md)."""
     refuse = Refusals(approvals.record)
-    held = HeldCalls(approvals, refuse, progress_interval=config.approvals.progress_interval)
+    interval = config.approvals.progress_interval
+    held = HeldCalls(approvals, refuse, progress_interval=interval, holding=holding)
     decider = PolicyDecider(
         approvals.policy, sessions, deferred_servers=frozenset({EXTERNAL_SERVER})
     )
-    chain: Toolset = EventsToolset(served, BusObserver(bus))
+    observer = BusObserver(bus)
+    chain: Toolset = EventsToolset(served, observer)
     chain = ApprovalRequiredToolset(chain, held)
+    chain = RateLimitedToolset(chain, rates, observer)
     chain = PolicyToolset(chain, decider, refuse)
     if hooks is not None:
         chain = HookedToolset(chain, hooks, validators)
     chain = ValidatingToolset(chain, validators)
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
-
-
-def _events(config: GatewayConfig) -> tuple[EventBus, AuditLog | None, AuditSink | None, Recorder]:
-    """The bus, the audit log and its sink (when enabled), and the recorder over them."""
-    bus = EventBus(config.id, ring_size=config.events.ring_size)
-    audit = _audit(config)
-    audit_sink = AuditSink(bus, audit) if audit is not None else None
-    return bus, audit, audit_sink, Recorder(bus, audit_sink)
 
 
 def _approvals(
@@ -236,6 +267,7 @@ def _approvals(
     sessions: SessionBook,
     served: Toolset,
     warm_up: Callable[[], Awaitable[None]],
+    shared: PostgresBackend | None,
 ) -> ApprovalService:
     """The approval service over its pending store (which announces each expiry through it);
     it looks tools up in the ``served`` catalogue, after the first ``warm_up``."""
@@ -246,16 +278,57 @@ def _approvals(
 
     expiries = _Expiries()
     approvals = ApprovalService(
-        _store(config, expiries),
+        _store(config, expiries, shared),
         policy,
         catalogue=catalogue,
         record=recorder.record,
         validators=validators,
         sessions=sessions,
         max_pending=config.approvals.max_pending_per_principal,
+        grant_store=_grant_store(config, shared),
     )
     expiries.service = approvals
     return approvals
+
+
+def _call_side(
+    config: GatewayConfig,
+    served: Toolset,
+    events: EventParts,
+    policy: PolicyHolder,
+    *,
+    sessions: SessionBook,
+    host: ScriptHost | None,
+    shared: PostgresBackend | None,
+    warm_up: Callable[[], Awaitable[None]],
+) -> tuple[ApprovalService, Holding, Toolset, PolicyDecider]:
+    """What a call passes over the ``served`` catalogue: the approval service, the calls held
+    for it, and the call chain with its hide predicate."""
+    validators = SchemaValidators()
+    approvals = _approvals(
+        config,
+        policy,
+        events.recorder,
+        validators=validators,
+        sessions=sessions,
+        served=served,
+        warm_up=warm_up,
+        shared=shared,
+    )
+    hooks = script_hooks(config, host) if host is not None else None
+    holding = Holding()
+    root, decider = _chain(
+        config,
+        served,
+        events.bus,
+        approvals,
+        validators,
+        sessions=sessions,
+        hooks=hooks,
+        holding=holding,
+        rates=_rate_counter(shared),
+    )
+    return approvals, holding, root, decider
 
 
 def compose(
@@ -269,34 +342,24 @@ def compose(
     """Build (but do not start) the gateway's parts from ``config``; ``warm_up`` waits, the first
     time, for upstreams still making their first connection (see `Gateway.tools`)."""
     upstreams: dict[str, MCPServerToolset] = {}
-    policy, sessions = _policy(config), _sessions(config)
+    shared = _shared(config)
+    policy = _policy(config)
+    sessions = _sessions(config, shared, policy)
     host = script_host(config, sessions)
     children = _children(config, on_changed, on_status, upstreams, host)
     combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
-    bus, audit, audit_sink, recorder = _events(config)
-    pins = _pins(config, recorder, list(upstreams))
+    events = event_parts(config, shared)
+    pins = _pins(config, events.recorder, list(upstreams), shared)
     served = PinnedToolset(combined, pins)
-    validators = SchemaValidators()
-    approvals = _approvals(
-        config,
-        policy,
-        recorder,
-        validators=validators,
-        sessions=sessions,
-        served=served,
-        warm_up=warm_up,
+    approvals, holding, root, decider = _call_side(
+        config, served, events, policy, sessions=sessions, host=host, shared=shared, warm_up=warm_up
     )
-    hooks = script_hooks(config, host) if host is not None else None
-    chain = _chain(config, served, bus, approvals, validators, sessions=sessions, hooks=hooks)
-    root, decider = chain
     return Parts(
-        bus=bus,
-        recorder=recorder,
-        audit=audit,
-        audit_sink=audit_sink,
+        events=events,
         metrics=Metrics(),
         policy=policy,
         approvals=approvals,
+        holding=holding,
         sealer=_sealer(config),
         combined=combined,
         pins=pins,
@@ -306,4 +369,7 @@ def compose(
         decider=decider,
         upstreams=upstreams,
         root=root,
+        surface_guard=PolicySurfaceGuard(
+            approvals, events.recorder, sessions=sessions, holding=holding
+        ),
     )

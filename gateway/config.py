@@ -13,6 +13,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from gateway.auth import AuthConfig, token_problem
 from gateway.events.webhooks import WebhookConfig
+from gateway.jwks import key_problem
+from gateway.postgres.settings import dsn_problem
 from gateway.scripts.config import HookConfig, SandboxConfig, ScriptConfig
 from gateway.scripts.source import check_sources
 from policies.yamlfile import Located, parse_model, read_located
@@ -30,6 +32,7 @@ __all__ = [
     "ListenConfig",
     "PoliciesConfig",
     "ServerConfig",
+    "StorageConfig",
     "load_config",
 ]
 
@@ -102,6 +105,14 @@ class ServerConfig(_Strict):
             "longer text is cut with a marker saying how much. 0: no limit."
         ),
     )
+    client_requests: list[Literal["elicitation", "sampling", "roots"]] = Field(
+        default_factory=list,
+        description=(
+            "The server's requests to the client relayed to the calling client (when it "
+            "declared the capability): elicitation/create, sampling/createMessage, roots/list. "
+            "Default: none; every other request is refused."
+        ),
+    )
 
     @model_validator(mode="after")
     def _transport_fields(self) -> Self:
@@ -146,6 +157,39 @@ class ApprovalsConfig(_Strict):
         20,
         ge=1,
         description="Held calls one principal may have waiting at once (approval fatigue).",
+    )
+
+
+class StorageConfig(_Strict):
+    """Where shared state lives: pending calls, grants, sessions and tool pins.
+
+    ``sqlite`` is the embedded default (as ``approvals.store`` and ``approvals.path`` say);
+    ``postgres`` moves all of it to one PostgreSQL schema that several replicas share.
+    """
+
+    backend: Literal["sqlite", "postgres"] = Field(
+        "sqlite",
+        description="sqlite: embedded (approvals.store/path); postgres: shared by replicas.",
+    )
+    dsn: str = Field(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        description="postgres: a postgresql:// URL, or env:NAME holding one (keeps passwords "
+        "out of the file); never logged.",
+    )
+    schema_name: str = Field(
+        "lockgate",
+        alias="schema",
+        pattern=r"^[a-z_][a-z0-9_]{0,47}$",
+        description="postgres: the schema holding lockgate's tables (created if missing).",
+    )
+    pool_size: int = Field(10, ge=2, le=200, description="postgres: connections per process.")
+    connect_timeout: float = Field(5.0, gt=0, description="postgres: seconds to connect.")
+    on_outage: Literal["fail_closed", "serve_allowed"] = Field(
+        "fail_closed",
+        description=(
+            "While the database is unreachable: fail_closed refuses every call; "
+            "serve_allowed keeps serving calls the policy allows (ask/defer still fail closed)."
+        ),
     )
 
 
@@ -209,6 +253,7 @@ class GatewayConfig(_Strict):
     auth: AuthConfig = AuthConfig()
     policies: PoliciesConfig = PoliciesConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
+    storage: StorageConfig = StorageConfig()
     pins: PinsConfig = PinsConfig()
     events: EventsConfig = EventsConfig()
     external_tools: list[ExternalToolConfig] = Field(default_factory=list)
@@ -248,8 +293,12 @@ def _check_unique(config: GatewayConfig, located: Located) -> None:
             issues.append(located.issue(("servers", index, key), message))
         seen[prefix] = index
     loopback = config.listen.host in {"127.0.0.1", "::1", "localhost"}
-    if not loopback and not config.auth.agents:
-        message = "binding beyond loopback requires auth.agents (every client must authenticate)"
+    jwt_agents = any("agent" in issuer.as_ for issuer in config.auth.jwt)
+    if not loopback and not config.auth.agents and not jwt_agents:
+        message = (
+            "binding beyond loopback requires auth.agents or an auth.jwt issuer serving agents "
+            "(every client must authenticate)"
+        )
         issues.append(located.issue(("listen", "host"), message))
     issues += _check_functions(config, located)
     issues += _check_commands(config, located)
@@ -310,10 +359,15 @@ def _check_files_and_tokens(config: GatewayConfig, located: Located) -> list[Con
             where = str(config.resolve(file))
             message = f"policy file {where!r} not found (paths are relative to this file)"
             issues.append(located.issue(("policies", "files", i), message))
+    if config.storage.backend == "postgres" and (problem := dsn_problem(config.storage.dsn)):
+        issues.append(located.issue(("storage", "dsn"), problem))
     for role in ("agents", "approvers", "subscribers", "workers"):
         for i, credential in enumerate(getattr(config.auth, role)):
             if (problem := token_problem(credential.token)) is not None:
                 issues.append(located.issue(("auth", role, i, "token"), problem))
+    for i, issuer in enumerate(config.auth.jwt):
+        if (bad := key_problem(issuer)) is not None:
+            issues.append(located.issue(("auth", "jwt", i, bad[0]), bad[1]))
     return issues
 
 

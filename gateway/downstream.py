@@ -26,7 +26,9 @@ from gateway.caller_approval import elicit_callback
 from gateway.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_hold_of, session_of
 from gateway.gateway import Gateway
 from gateway.legacy_sessions import LegacySessions
+from gateway.relay import declared, request_peer
 from gateway.session_listen import SessionListen
+from gateway.surface.face import SurfaceFace
 from toolsets import _sdk_compat as sdk
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.mcp_convert import tool_def_to_mcp, tool_result_to_mcp
@@ -41,10 +43,13 @@ PRINCIPAL_SCOPE_KEY = "lockgate.principal"
 
 Ctx = ServerRequestContext[Any]
 MAX_CONVERTED = 10_000
+_ANNOUNCED = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
+"""What handshake-era sessions hear of: tool, prompt and resource list changes."""
 
 
 class GatewayServer(Server[Any]):
-    """A low-level `Server` that advertises ``tools.listChanged`` to handshake-era clients too.
+    """A low-level `Server` that advertises ``listChanged`` (tools, prompts, resources) to
+    handshake-era clients too.
 
     ``downstream`` holds its handlers (the fast path shares its `CallHandler`).
     """
@@ -58,7 +63,7 @@ class GatewayServer(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options or _ANNOUNCED,
             experimental_capabilities,
             extensions,
         )
@@ -111,12 +116,11 @@ def _session_id(ctx: Ctx, connection_id: str | None) -> str | None:
 
 def _client_info(ctx: Ctx, transport: str) -> ClientInfo:
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-    caps = ctx.session.client_capabilities
     return ClientInfo(
         era="modern" if modern else "legacy",
         protocol_version=ctx.protocol_version,
-        elicitation=caps is not None and caps.elicitation is not None,
         transport="http" if transport == "http" else "stdio",
+        **declared(ctx.session.client_capabilities),
     )
 
 
@@ -203,6 +207,7 @@ class Downstream:
             client=client,
             progress=_progress(ctx),
             elicit=elicit_callback(ctx) if client.era == "legacy" and client.elicitation else None,
+            peer=request_peer(ctx, client),
         )
         if isinstance(outcome, ErrorData):
             raise MCPError.from_error_data(outcome)
@@ -238,15 +243,31 @@ def build_server(
 ) -> GatewayServer:
     """The downstream MCP server for ``gateway``."""
     downstream = Downstream(gateway, transport=transport, principal=principal)
+    surface = SurfaceFace(
+        gateway.surface,
+        context=downstream.context,
+        connections=downstream.connections,
+        listen=downstream.listen,
+    )
     server = GatewayServer(
         "lockgate",
         version="0.1.0",
         instructions="Tools of several MCP servers, behind lockgate's policies and approvals.",
         on_list_tools=downstream.list_tools,
         on_call_tool=downstream.call_tool,
-        on_subscriptions_listen=downstream.listen,
+        on_subscriptions_listen=surface.listen,  # holds the resources a stream names
         get_tool_input_schema=downstream.catalogue.input_schema,
+        on_list_resources=surface.list_resources,
+        on_list_resource_templates=surface.list_resource_templates,
+        on_read_resource=surface.read_resource,
+        on_subscribe_resource=surface.subscribe_resource,
+        on_unsubscribe_resource=surface.unsubscribe_resource,
+        on_list_prompts=surface.list_prompts,
+        on_get_prompt=surface.get_prompt,
+        on_completion=surface.complete,
     )
     server.middleware.append(downstream.remember_sessions)
+    set_level = gateway.relay.logs.set_level  # the logging capability, both eras
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.downstream = downstream
     return server

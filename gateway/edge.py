@@ -1,14 +1,14 @@
-"""The HTTP edge of ``/mcp``: resolves the calling agent from its bearer token."""
+"""The HTTP edge of ``/mcp``: resolves the calling agent from its bearer token (static or JWT)."""
 
 from __future__ import annotations
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.auth import Authenticator, bearer_token
+from gateway.auth import Authenticator, Identity, bearer_token
 from gateway.downstream import PRINCIPAL_SCOPE_KEY
 from toolsets.context import ANONYMOUS
 
@@ -35,20 +35,30 @@ class AgentAuthMiddleware:
         principal = ANONYMOUS
         if self.authenticator.required("agent"):
             token = bearer_token(Headers(scope=scope).get("authorization"))
-            found = self.authenticator.authenticate(token, "agent")
+            identity = await self.authenticator.identify(token)
+            found = identity.holding("agent")
             if found is None:
-                response = JSONResponse(
-                    {
-                        "error": "invalid_token",
-                        "error_description": "a valid agent token is required",
-                    },
-                    status_code=401,
-                    headers={"WWW-Authenticate": 'Bearer realm="lockgate"'},
-                )
-                await response(scope, receive, send)
+                await self._refused(scope, identity)(scope, receive, send)
                 return
-            principal = found
+            principal = found.principal
             owner = AccessToken(token="", client_id=principal.id, scopes=sorted(principal.roles))
             scope["user"] = AuthenticatedUser(owner)
         scope[PRINCIPAL_SCOPE_KEY] = principal
         await self.app(scope, receive, send)
+
+    def _refused(self, scope: Scope, identity: Identity) -> Response:
+        """401 (with the resource metadata challenge and the agent scope), or 403
+        ``insufficient_scope`` for a valid JWT that the agent scope would make an agent's."""
+        metadata = self.authenticator.metadata
+        scopes = metadata.scopes_for("agent")
+        if identity.valid:
+            description = "this token is not an agent token"
+            if identity.via_jwt and scopes:
+                return metadata.insufficient_scope(
+                    scope, "/mcp", description=description, scopes=scopes
+                )
+        else:
+            description = identity.problem or "a valid agent token is required"
+        return metadata.unauthorized(
+            scope, "/mcp", presented=identity.presented, description=description, scopes=scopes
+        )

@@ -7,6 +7,7 @@ from toolsets.errors import (
     AuditUnavailable,
     ConfigError,
     LockgateError,
+    StoreUnavailable,
     ToolCollisionError,
     ToolNotFoundError,
     ToolQuarantined,
@@ -22,6 +23,7 @@ _EXIT_CODES: tuple[tuple[type[LockgateError], int], ...] = (
     (ToolQuarantined, 3),
     (UpstreamError, 4),
     (ApprovalConflict, 5),
+    (StoreUnavailable, 6),
 )
 
 _HTTP_STATUSES: tuple[tuple[type[LockgateError], int], ...] = (
@@ -31,6 +33,7 @@ _HTTP_STATUSES: tuple[tuple[type[LockgateError], int], ...] = (
     (ToolQuarantined, 409),
     (UpstreamError, 502),
     (AuditUnavailable, 503),
+    (StoreUnavailable, 503),
 )
 
 

@@ -7,11 +7,14 @@ to the client, no answer to an earlier question. For those this path parses the 
 the call to the same `CallHandler` as the SDK handler and writes one JSON body.
 
 Everything else goes, body replayed, to the SDK app, which stays the authority on sessions and
-protocol errors: other methods, progress tokens, answers to ``InputRequired``, calls that would
-ask a handshake-era caller (`BackChannelRequired`: that needs the session's back-channel; raised
-before anything ran), sessions not opened by this credential, and any request the SDK would
-refuse (headers, envelope, ``Mcp-Param-*`` mismatches). ``lockgate_mcp_requests_total{path}``
-counts which path answered; ``tests/gateway/test_fast_path.py`` compares the answers.
+protocol errors: other methods, progress tokens and log levels, answers to ``InputRequired``,
+calls that would ask a handshake-era caller (`BackChannelRequired`: that needs the session's
+back-channel; raised before anything ran), sessions not opened by this credential, and any
+request the SDK would refuse (headers, envelope, ``Mcp-Param-*`` mismatches). When the upstream
+of a handshake-era call taken here asks the client something, the response becomes an event
+stream carrying the request, and the session's POST of the answer is taken here
+(`gateway.relay.wire`). ``lockgate_mcp_requests_total{path}`` counts which path answered;
+``tests/gateway/test_fast_path.py`` compares the answers.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from gateway.calls import SESSION_HEADER
 from gateway.downstream import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
 from gateway.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
+from gateway.relay.wire import EventStream, WirePeer, WireRequests, is_response
 from toolsets import _sdk_compat as sdk
 from toolsets import jsonwire
 from toolsets.context import Principal
@@ -52,7 +56,6 @@ __all__ = ["FastPath"]
 
 MAX_BODY = 4 * 1024 * 1024
 """Bodies above this go to the SDK app, which refuses them (its own limit is the same)."""
-_SSE = (b"content-type", b"text/event-stream")
 _PARAM = "mcp-param-"
 _HEADER_KEYWORD = f'"{X_MCP_HEADER_KEY}"'
 """The schema keyword that makes an argument travel in an ``Mcp-Param-*`` header too."""
@@ -139,6 +142,7 @@ class FastPath:
         self.max_body = max_body
         self._stamp = server.server_info_stamp
         self._inflight: dict[tuple[str, RequestId], anyio.CancelScope] = {}
+        self._asked = WireRequests()
         self._header_free: dict[str, Mapping[str, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -175,6 +179,8 @@ class FastPath:
             return False
         if method == "notifications/cancelled" and "id" not in message:
             return await self._cancel(headers, message, scope, send)
+        if is_response(message):  # the client's answer to an upstream's request?
+            return await self._answered(headers, message, scope, send)
         call = plain_call(message)
         if call is None:
             return False
@@ -212,23 +218,40 @@ class FastPath:
         if session_id is None or client is None:
             return False
         key = (session_id, call.id)
+        stream = EventStream(send, session_id)
+        peer = WirePeer(self._asked, stream.event, session_id) if client.relays else None
         with anyio.CancelScope() as cancel:
             self._inflight[key] = cancel
             try:
                 outcome = await self.handle(
-                    call.request, principal=principal, session_id=session_id, client=client
+                    call.request,
+                    principal=principal,
+                    session_id=session_id,
+                    client=client,
+                    peer=peer,
                 )
             except BackChannelRequired:
                 return False  # the question travels on the session's back-channel: the SDK's
             finally:
                 self._inflight.pop(key, None)
-        if cancel.cancelled_caught:
+        body = None if cancel.cancelled_caught else response_bytes(call.id, outcome, stamp=None)
+        if stream.started or body is None:
             # A cancelled request is never answered: the response ends without a message.
-            start = {"type": "http.response.start", "status": 200, "headers": [_SSE]}
-            await send(start)
-            await send({"type": "http.response.body", "body": b""})
-            return True
-        await _send_json(send, 200, response_bytes(call.id, outcome, stamp=None), session_id)
+            await stream.close(body)
+        else:
+            await _send_json(send, 200, body, session_id)
+        return True
+
+    async def _answered(
+        self, headers: Mapping[str, str], message: Mapping[str, Any], scope: Scope, send: Send
+    ) -> bool:
+        """A session's answer to a request asked on a call's stream here: acknowledged 202.
+        Only the session it was asked in can answer; anything else goes to the SDK."""
+        session_id = self._session(headers, scope)
+        if session_id is None or not self._asked.take(message, session_id):
+            return False
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
         return True
 
     def _param_headers_mismatch(self, call: PlainCall, headers: Mapping[str, str]) -> bool:

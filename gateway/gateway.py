@@ -12,6 +12,7 @@ from typing import Any, Self
 
 import anyio
 
+from gateway.approvals.holding import Holding
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.store import PendingStore
@@ -22,6 +23,9 @@ from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
 from gateway.metrics import Metrics
 from gateway.pins import PinRecord, ToolPins
+from gateway.relay import Relay
+from gateway.surface.guard_protocol import SurfaceGuard
+from gateway.surface.service import Surface
 from policies import PolicyHolder
 from toolsets._sdk_compat import check_sdk
 from toolsets.abstract import ToolsChangedHandler, Toolset
@@ -56,7 +60,8 @@ class Gateway:
             result = await gw.call_tool("files__read_file", {"path": "README.md"})
 
     While running, ``gw.events`` is the event bus, ``gw.approvals`` the approval service,
-    ``gw.policy`` the policy holder and ``gw.store`` the pending-call store.
+    ``gw.policy`` the policy holder, ``gw.store`` the pending-call store and ``gw.surface``
+    the upstreams' resources, prompts and completions (`gateway.surface`).
     """
 
     def __init__(self, config: GatewayConfig, *, toolsets: Sequence[Toolset] = ()) -> None:
@@ -74,6 +79,10 @@ class Gateway:
             warm_up=self._warm_up,
             extra=toolsets,
         )
+        self.surface = Surface.for_config(
+            config, self._parts.upstreams, guard=lambda: self.surface_guard, ready=self._warm_up
+        )
+        self._relay = Relay(self._parts.upstreams)
 
     @classmethod
     def from_config(cls, path: str | Path, *, toolsets: Sequence[Toolset] = ()) -> Gateway:
@@ -83,12 +92,23 @@ class Gateway:
     @property
     def events(self) -> EventBus:
         """The event bus (subscribe with ``gw.events.subscribe(["tool.*"])``)."""
-        return self._parts.bus
+        return self._parts.events.bus
+
+    @property
+    def event_stream(self) -> EventBus:
+        """What event subscribers (SSE, webhooks) read: with the PostgreSQL backend every
+        replica's events in one order, else `events`."""
+        return self._parts.events.stream
 
     @property
     def approvals(self) -> ApprovalService:
         """Creates, decides and settles pending calls."""
         return self._parts.approvals
+
+    @property
+    def holding(self) -> Holding:
+        """The pending calls whose caller this gateway holds open right now."""
+        return self._parts.holding
 
     @property
     def store(self) -> PendingStore:
@@ -106,6 +126,11 @@ class Gateway:
         return self._parts.policy
 
     @property
+    def relay(self) -> Relay:
+        """Upstream requests to the client (parked 2026-07-28 calls) and log messages."""
+        return self._relay
+
+    @property
     def sealer(self) -> RequestStateSealer:
         """Seals ``request_state`` for 2026-07-28 callers answering an approval."""
         return self._parts.sealer
@@ -119,6 +144,11 @@ class Gateway:
     def root(self) -> Toolset:
         """The outermost toolset (visibility, validation, policy, approvals, events, upstreams)."""
         return self._parts.root
+
+    @property
+    def surface_guard(self) -> SurfaceGuard:
+        """The policy over resources and prompts: what listings show, and each read and get."""
+        return self._parts.surface_guard
 
     def on_tools_changed(self, handler: ToolsChangedHandler) -> None:
         """Call ``handler`` whenever the aggregated catalogue changed."""
@@ -190,6 +220,7 @@ class Gateway:
         try:
             return await self.root.call_tool(name, args or {}, ctx, tool)
         finally:
+            await self._parts.sessions.settle(ctx)  # replicas: saved before it is answered
             if decider.visibility_key(ctx) != seen:
                 await self._session_changed(ctx, tools)
 
@@ -275,14 +306,17 @@ class Gateway:
             self.events.publish(event_types.upstream_status(server, state, error=error))
         if status == "up" and self._stack is not None:
             await self._tools_changed(server)
+        await self.surface.upstream_status(server, status)
 
     async def __aenter__(self) -> Self:
         if self._stack is not None:
             raise LockgateError("Gateway is already running")
         check_sdk()  # the SDK's private names we rely on, or a clear error naming the fix
         async with contextlib.AsyncExitStack() as stack:
-            await self._start_events(stack)
+            # The store first: with PostgreSQL it holds the pool the event sinks drain into.
             await stack.enter_async_context(self._parts.approvals.store)
+            await self._start_events(stack)
+            stack.push_async_callback(self._parts.approvals.grants.store.close)
             stack.push_async_callback(self._parts.pins.store.close)
             await stack.enter_async_context(self._parts.sessions)
             scripts = self._parts.scripts
@@ -297,12 +331,16 @@ class Gateway:
                     len(report.expired),
                     report.pending,
                 )
+            await stack.enter_async_context(self._relay)  # before upstreams, closed after them
+            await stack.enter_async_context(self.surface)  # renews subscriptions as upstreams come
             # Upstreams connect in the background: the gateway serves at once (see `_warmed`).
             await stack.enter_async_context(self._parts.root)
             self._warm_by = anyio.current_time() + self.config.startup_wait
             sweeper = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(sweeper.cancel_scope.cancel)
             sweeper.start_soon(self._sweep_expired)
+            if self._parts.events.cluster is not None:
+                sweeper.start_soon(self._follow_pin_acceptances)
             if self.config.policies.watch and self.config.policies.files:
                 tg = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(tg.cancel_scope.cancel)
@@ -317,6 +355,13 @@ class Gateway:
             await self._parts.approvals.store.sweep_expired()  # the store's listener announces each
             await anyio.sleep(SWEEP_INTERVAL)
 
+    async def _follow_pin_acceptances(self) -> None:
+        # A definition accepted on any replica is served here too (pins are shared).
+        async with self.event_stream.subscribe(["tool.pin_accepted"], name="pins") as accepted:
+            async for event in accepted:
+                await self._parts.pins.reload()
+                await self._tools_changed(str(event.data.get("server", "")))
+
     async def _announce_reloads(self) -> None:
         # A new policy can show or hide tools: clients re-list.
         while True:
@@ -326,15 +371,20 @@ class Gateway:
                     await listener("policy")
 
     async def _start_events(self, stack: contextlib.AsyncExitStack) -> None:
-        parts = self._parts
-        stack.callback(parts.metrics.track(parts.bus))
-        if parts.audit is not None and parts.audit_sink is not None:
-            await stack.enter_async_context(parts.audit)
-            await stack.enter_async_context(parts.audit_sink)
+        events, metrics = self._parts.events, self._parts.metrics
+        stack.callback(metrics.track(events.bus))
+        if events.audit is not None and events.audit_sink is not None:
+            await stack.enter_async_context(events.audit)
+            await stack.enter_async_context(events.audit_sink)
+        if events.cluster is not None:
+            await stack.enter_async_context(events.cluster)
         if self.config.events.webhooks:
-            sink = WebhookSink(parts.bus, self.config.events.webhooks, metrics=parts.metrics)
+            webhooks = self.config.events.webhooks
+            sink = WebhookSink(events.stream, webhooks, metrics=metrics, claim=events.claims)
             await stack.enter_async_context(sink)
-        stack.callback(parts.bus.close)
+        stack.callback(events.bus.close)
+        if events.cluster is not None:  # ends the webhooks' and SSE streams on the feed too
+            stack.callback(events.cluster.feed.close)
 
     async def __aexit__(
         self,

@@ -1,10 +1,12 @@
-"""The HTTP face: MCP at ``/mcp``, ``/healthz``; long-lived machinery starts in the lifespan."""
+"""The HTTP face: MCP at ``/mcp``, ``/healthz``, the OAuth resource metadata under
+``/.well-known/``; long-lived machinery starts in the lifespan."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
 
+import anyio
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -63,9 +65,12 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
             if manage_gateway:
                 await stack.enter_async_context(gateway)
             await stack.enter_async_context(manager.run())
+            keys = await stack.enter_async_context(anyio.create_task_group())
+            keys.start_soon(authenticator.prefetch)  # JWT issuers' keys, without delaying start
             try:
                 yield
             finally:
+                keys.cancel_scope.cancel()
                 gateway.closing()  # held calls cut by shutdown stay pending for the restart
 
     routes = [
@@ -73,6 +78,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         Route("/metrics", metrics, methods=["GET"]),
         Route("/mcp", AgentAuthMiddleware(mcp_app, authenticator)),
         *api_routes(gateway, authenticator),
+        *authenticator.metadata.routes(),
         *web_routes(),
     ]
     middleware = [Middleware(HostOriginGuard, settings=security)]

@@ -16,6 +16,11 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ErrorData
 from gateway.approvals.errors import SealedStateError
 from toolsets.errors import (
     AuditUnavailable,
+    PromptDenied,
+    PromptNotFound,
+    ResourceDenied,
+    ResourceNotFound,
+    StoreUnavailable,
     ToolNotFoundError,
     ToolQuarantined,
     UpstreamError,
@@ -23,15 +28,32 @@ from toolsets.errors import (
 )
 from toolsets.result import ToolResult
 
-__all__ = ["EXCEPTION_HANDLERS", "mcp_error"]
+__all__ = ["EXCEPTION_HANDLERS", "REFUSED", "mcp_error"]
 
 log = logging.getLogger("lockgate.downstream")
 
 ExceptionHandler = Callable[[Any], ToolResult | ErrorData]
+REFUSED = -32003
+"""JSON-RPC code of a resource read or prompt get the policy (or an approver) refused, or that
+waits for a decision: implementation-defined (-32000..-32019); the message says why."""
 
 
 def _unknown_tool(exc: ToolNotFoundError) -> ErrorData:
     return ErrorData(code=INVALID_PARAMS, message=str(exc))
+
+
+def _unknown_resource(exc: ResourceNotFound) -> ErrorData:
+    # SEP-2164, as the SDK's own servers answer in both eras: not found is invalid params.
+    return ErrorData(code=INVALID_PARAMS, message=str(exc), data={"uri": exc.uri})
+
+
+def _unknown_prompt(exc: PromptNotFound) -> ErrorData:
+    return ErrorData(code=INVALID_PARAMS, message=str(exc))
+
+
+def _refused(exc: ResourceDenied | PromptDenied) -> ErrorData:
+    # The rule's message, as a tool call's deny result carries it; data names a held read.
+    return ErrorData(code=REFUSED, message=str(exc), data=exc.data or None)
 
 
 def _quarantined(exc: ToolQuarantined) -> ToolResult:
@@ -59,7 +81,12 @@ def _audit(exc: AuditUnavailable) -> ToolResult:
 
 EXCEPTION_HANDLERS: dict[type[BaseException], ExceptionHandler] = {
     AuditUnavailable: _audit,
+    StoreUnavailable: _audit,
     ToolNotFoundError: _unknown_tool,
+    ResourceNotFound: _unknown_resource,
+    PromptNotFound: _unknown_prompt,
+    ResourceDenied: _refused,
+    PromptDenied: _refused,
     ToolQuarantined: _quarantined,
     UpstreamError: _upstream,
     UpstreamRequestError: _upstream_request,

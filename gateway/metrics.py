@@ -40,7 +40,8 @@ class Metrics:
     Attributes:
         registry: Where every metric here is registered.
         tool_calls: ``lockgate_tool_calls_total{tool,effect,outcome}``; outcome is ``ok``,
-            ``error``, ``denied``, ``deferred`` or an approver's non-executing answer.
+            ``error``, ``denied``, ``rate_limited``, ``deferred`` or an approver's
+            non-executing answer.
         call_duration: ``lockgate_tool_call_duration_seconds{tool}`` of executed calls.
         pending_approvals: ``lockgate_pending_approvals``.
         webhook_failures: ``lockgate_webhook_failures_total{url_host}``: events given up.
@@ -48,6 +49,8 @@ class Metrics:
         upstream_up: ``lockgate_upstream_up{server}``: 1 up, 0 down or reconnecting.
         mcp_requests: ``lockgate_mcp_requests_total{transport,path}``: MCP requests (HTTP
             ``/mcp`` or stdio lines) by the path that answered them (``fast`` or ``sdk``).
+        rate_limited: ``lockgate_rate_limited_calls_total{rule,mode}``: calls a rule's rate
+            limit refused (``mode="enforce"``), or would have (``mode="shadow"``: they ran).
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -80,6 +83,12 @@ class Metrics:
             ["transport", "path"],
             registry=r,
         )
+        self.rate_limited = Counter(
+            "lockgate_rate_limited_calls",
+            "Calls over a rule's rate limit: refused (mode enforce) or recorded only (shadow)",
+            ["rule", "mode"],
+            registry=r,
+        )
 
     def track(self, bus: EventBus) -> Callable[[], None]:
         """Derive metrics from ``bus`` events and export its counters; returns an undo function."""
@@ -101,8 +110,14 @@ class Metrics:
             outcome = "error" if data.get("is_error") else "ok"
             self.tool_calls.labels(data["tool"], effect, outcome).inc()
             self.call_duration.labels(data["tool"]).observe(data["duration_ms"] / 1000)
+        elif kind == "tool.call":
+            self._shadow_limited(data.get("decision"))
         elif kind == "tool.denied":
             self.tool_calls.labels(data["tool"], "deny", "denied").inc()
+        elif kind == "tool.rate_limited":
+            effect = _effect(data.get("decision"))
+            self.tool_calls.labels(data["tool"], effect, "rate_limited").inc()
+            self.rate_limited.labels(data["limit"]["rule_id"], "enforce").inc()
         elif kind == "tool.deferred":
             self.tool_calls.labels(data["tool"], "defer", "deferred").inc()
         elif kind == "tool.approval.requested":
@@ -113,6 +128,13 @@ class Metrics:
                 self.tool_calls.labels(data["tool"], "ask", data["decision"]).inc()
         elif kind == "upstream.status":
             self.upstream_up.labels(data["server"]).set(1 if data["status"] == "up" else 0)
+
+    def _shadow_limited(self, decision: Any) -> None:
+        """Count the shadow limits that would have refused a call that ran."""
+        shadow = decision.get("shadow") if isinstance(decision, Mapping) else None
+        for match in shadow or ():
+            if "rate_limited" in match:
+                self.rate_limited.labels(match["rule_id"], "shadow").inc()
 
     def set_pending_approvals(self, count: int) -> None:
         """Resynchronise the pending gauge with the store (at start-up, after a restart)."""

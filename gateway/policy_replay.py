@@ -29,6 +29,7 @@ from gateway.events.redact import MASK
 from gateway.external import EXTERNAL_SERVER
 from gateway.group_loaders import LOADER_PREFIX, LOADER_SERVER
 from gateway.sessions import session_key
+from gateway.surface.guard import RESOURCE_READ
 from policies.engine import PolicyEngine
 from policies.session import SessionState
 from toolsets.context import CallContext, Principal
@@ -356,6 +357,12 @@ def replay(
     """
     replayer = _Replayer(engine, since)
     for entry in entries:
-        if entry.kind in READ_KINDS:
+        if entry.kind in READ_KINDS and not _resource_read(entry):
             replayer.feed(entry)
     return replayer.report()
+
+
+def _resource_read(entry: AuditEntry) -> bool:
+    """Whether ``entry`` is of a held resource read: resource rules decide those, not tools'."""
+    data = entry.body.get("data") if isinstance(entry.body, Mapping) else None
+    return isinstance(data, Mapping) and data.get("tool") == RESOURCE_READ

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp.shared.inbound import InboundModernRoute
-from mcp_types import SERVER_INFO_META_KEY, ErrorData
+from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, ErrorData
 
 from gateway.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
+from gateway.relay import declared
 from toolsets import jsonwire
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
@@ -19,6 +20,8 @@ __all__ = ["PlainCall", "RequestId", "framed", "modern_client", "plain_call", "r
 
 RequestId = str | int
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
+_STREAMED = frozenset({"progressToken", LOG_LEVEL_META_KEY})
+"""``_meta`` keys asking for notifications on the request's stream, which the SDK writes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +34,8 @@ class PlainCall:
 
 def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
     """The call a plain ``tools/call`` request makes; None for anything the SDK should see
-    (other methods, progress tokens, answers to an earlier question, malformed params)."""
+    (other methods, progress tokens, log level opt-ins, answers to an earlier question,
+    malformed params)."""
     if message.get("method") != "tools/call":
         return None
     request_id = message.get("id")
@@ -45,7 +49,7 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
         args = {}
     if not isinstance(name, str) or not isinstance(args, dict):
         return None
-    if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
+    if meta is not None and (not isinstance(meta, dict) or meta.keys() & _STREAMED):
         return None
     request = ToolCallRequest(
         name=name, arguments=args, max_hold=max_hold_of(meta), session=session_of(meta)
@@ -55,12 +59,11 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
 
 def modern_client(verdict: InboundModernRoute, transport: Literal["http", "stdio"]) -> ClientInfo:
     """The 2026-07-28 client a request's envelope (as the SDK's ladder read it) describes."""
-    caps = verdict.client_capabilities
     return ClientInfo(
         era="modern",
         protocol_version=verdict.protocol_version,
-        elicitation=isinstance(caps, dict) and caps.get("elicitation") is not None,
         transport=transport,
+        **declared(verdict.client_capabilities),
     )
 
 

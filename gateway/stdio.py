@@ -24,21 +24,24 @@ MAX_LINE = 1 << 28
 """The longest message line read (256 MiB); MCP sets no limit, the SDK's transport neither."""
 
 
-def stdio_principal(gateway: Gateway) -> Principal:
-    """The agent on the other end of stdin: from ``$LOCKGATE_TOKEN`` when agents are configured."""
+async def stdio_principal(gateway: Gateway) -> Principal:
+    """The agent on the other end of stdin: from ``$LOCKGATE_TOKEN`` (a static agent token or
+    an agent's JWT) when agents are configured."""
     authenticator = Authenticator(gateway.config.auth)
     if not authenticator.required("agent"):
         return ANONYMOUS
-    principal = authenticator.authenticate(os.environ.get(TOKEN_ENV), "agent")
-    if principal is None:
-        message = f"agents are configured: set ${TOKEN_ENV} to an agent token"
+    identity = await authenticator.identify(os.environ.get(TOKEN_ENV))
+    found = identity.holding("agent")
+    if found is None:
+        why = f" ({identity.problem})" if identity.problem else ""
+        message = f"agents are configured: set ${TOKEN_ENV} to an agent token{why}"
         raise ConfigError([ConfigIssue("", None, None, "auth.agents", message)])
-    return principal
+    return found.principal
 
 
 async def serve_stdio(gateway: Gateway) -> None:
     """Serve ``gateway`` (already entered) on this process's stdin/stdout until EOF."""
-    server = build_server(gateway, transport="stdio", principal=stdio_principal(gateway))
+    server = build_server(gateway, transport="stdio", principal=await stdio_principal(gateway))
     async with contextlib.AsyncExitStack() as stack:
         try:
             lines, write = await stack.enter_async_context(_pipes())

@@ -10,8 +10,11 @@ the session: ``initialize``, listings, progress, ``ping``, protocol errors. A ca
 here once the handshake-era session is initialized (its negotiated version and declared
 capabilities are read off the handshake as it passes), or when its 2026-07-28 envelope passes
 the SDK's own validation ladder. A call that would ask a 2025-11-25 caller (`BackChannelRequired`,
-raised before anything ran) goes to the SDK, whose session can ask. ``notifications/cancelled``
-for a call taken here cancels it, and a cancelled call is never answered.
+raised before anything ran) goes to the SDK, whose session can ask. An upstream's request to the
+client during a call taken here (from a 2025-11-25 client that declared the capability) is
+written here as a line, and the client's answer taken off the wire (`gateway.relay.wire`).
+``notifications/cancelled`` for a call taken here cancels it, and a cancelled call is never
+answered.
 ``lockgate_mcp_requests_total{transport="stdio",path}`` counts which path answered.
 """
 
@@ -35,6 +38,8 @@ from gateway.approvals.caller import BackChannelRequired
 from gateway.downstream import GatewayServer
 from gateway.metrics import Metrics
 from gateway.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
+from gateway.relay import declared
+from gateway.relay.wire import WirePeer, WireRequests
 from toolsets import jsonwire
 from toolsets.context import ClientInfo
 
@@ -70,7 +75,7 @@ class _Handshake:
 
     def __init__(self) -> None:
         self.request_id: RequestId | None = None
-        self.elicitation = False
+        self.capabilities: dict[str, bool] = {}
         self.version: str | None = None
         self.initialized = False
         self.client: ClientInfo | None = None
@@ -81,7 +86,7 @@ class _Handshake:
             params = message.get("params")
             caps = params.get("capabilities") if isinstance(params, dict) else None
             self.request_id = message["id"]
-            self.elicitation = isinstance(caps, dict) and caps.get("elicitation") is not None
+            self.capabilities = declared(caps)
         elif method == "notifications/initialized":
             self.initialized = True
             self._settle()
@@ -95,10 +100,7 @@ class _Handshake:
     def _settle(self) -> None:
         if self.initialized and self.version is not None:
             self.client = ClientInfo(
-                era="legacy",
-                protocol_version=self.version,
-                elicitation=self.elicitation,
-                transport="stdio",
+                era="legacy", protocol_version=self.version, transport="stdio", **self.capabilities
             )
 
 
@@ -114,6 +116,7 @@ class StdioFastPath:
         self._fast = metrics.mcp_requests.labels(transport="stdio", path="fast")
         self._sdk = metrics.mcp_requests.labels(transport="stdio", path="sdk")
         self._handshake = _Handshake()
+        self._asked = WireRequests()
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
         self._write_lock = anyio.Lock()
 
@@ -148,6 +151,9 @@ class StdioFastPath:
         except ValueError:
             message = None
         if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
+            if self._asked.take(message):  # the client's answer to an upstream's request
+                self._fast.inc()
+                return
             self._handshake.incoming(message)
             call = plain_call(message)
             client = self._client(message) if call is not None else None
@@ -192,6 +198,7 @@ class StdioFastPath:
         wire: _Wire,
     ) -> None:
         to_server, write = wire.to_server, wire.write
+        peer = WirePeer(self._asked, write) if client.era == "legacy" and client.relays else None
         with scope:
             try:
                 outcome = await self.handle(
@@ -199,6 +206,7 @@ class StdioFastPath:
                     principal=self.principal,
                     session_id=self.session_id,
                     client=client,
+                    peer=peer,
                 )
             except BackChannelRequired:
                 self._sdk.inc()  # the question travels on the session's back-channel

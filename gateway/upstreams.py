@@ -103,6 +103,7 @@ def build_upstream(
         connect_timeout=server.connect_timeout,
         max_result_bytes=server.max_result_bytes,
         max_description=server.max_description,
+        client_requests=frozenset(server.client_requests),
         on_tools_changed=on_tools_changed,
         on_status=on_status,
     )

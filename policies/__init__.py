@@ -2,7 +2,7 @@
 
 Load files with `PolicyEngine.load`, hold the current engine in a `PolicyHolder` (atomic reloads,
 optional file watching) and ask it for a `Decision` per listing (`evaluate_visibility`) or per
-call (`evaluate_call`).
+call (`evaluate_call`), and over resources and prompts (``engine.surface``).
 """
 
 from policies.decider import PolicyDecider
@@ -12,6 +12,7 @@ from policies.groups import GROUP_TOOL_PREFIX, group_tool_name
 from policies.holder import PolicyHolder
 from policies.rules import CompiledRule
 from policies.session import SessionState
+from policies.surface import SurfacePolicy
 from toolsets.decision import (
     ALL_DECISION_KINDS,
     DEFAULT_APPROVAL,
@@ -39,6 +40,7 @@ __all__ = [
     "PolicyHolder",
     "SessionState",
     "ShadowMatch",
+    "SurfacePolicy",
     "format_duration",
     "group_tool_name",
     "parse_duration",

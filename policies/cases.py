@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, model_validator
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, core_schema
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from policies.engine import PolicyEngine
 from policies.model import FlagName, GroupName
@@ -85,9 +85,17 @@ def session_state(spec: SessionSpec) -> SessionState:
 
 
 class CallSpec(_Strict):
-    """A listing or call to decide."""
+    """A listing or call of a tool, a resource read or a prompt get to decide."""
 
-    tool: str = Field(description="Exposed tool name; the server is the part before '__'.")
+    tool: str | None = Field(
+        None, description="Exposed tool name; the server is the part before '__'."
+    )
+    resource: str | None = Field(
+        None, description="Resource URI (a listing: URI or template); needs server."
+    )
+    prompt: str | None = Field(
+        None, description="Exposed prompt name; the server is the part before '__'."
+    )
     server: str | None = Field(None, description="Server name, when not the name's prefix.")
     annotations: dict[str, Any] | None = None
     args: dict[str, Any] = Field(default_factory=dict)
@@ -104,7 +112,20 @@ class CallSpec(_Strict):
             "it only when given; calls always (unset: a fresh session)."
         ),
     )
-    stage: Literal["call", "list"] = Field("call", description="Decide a call or a listing.")
+    stage: Literal["call", "list"] = Field(
+        "call", description="Decide a call (read, get) or a listing."
+    )
+
+    @model_validator(mode="after")
+    def _one_subject(self) -> CallSpec:
+        named = [key for key in ("tool", "resource", "prompt") if getattr(self, key) is not None]
+        if len(named) != 1:
+            message = f"name exactly one of tool, resource or prompt (got {named or 'none'})"
+            raise PydanticCustomError("subject", message)
+        if self.resource is not None and self.server is None:
+            message = "a resource needs its server (a URI has no server prefix)"
+            raise PydanticCustomError("subject", message)
+        return self
 
 
 class Expectation(_Strict):
@@ -170,13 +191,31 @@ def tool_for(
 
 def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
     """Decide ``call`` with ``engine``."""
-    tool = tool_for(call.tool, call.server, call.annotations, call.flags)
     principal = Principal(id=call.principal, roles=frozenset(call.roles), claims=call.claims)
     session = session_state(call.session)
+    if call.tool is None:
+        return _evaluate_surface(engine, call, principal, session)
+    tool = tool_for(call.tool, call.server, call.annotations, call.flags)
     if call.stage == "list":
         given = "session" in call.model_fields_set
         return engine.evaluate_visibility(tool, principal, session if given else None)
     return engine.evaluate_call(tool, call.args, principal, session)
+
+
+def _evaluate_surface(
+    engine: PolicyEngine, call: CallSpec, principal: Principal, session: SessionState
+) -> Decision:
+    """A resource or prompt decision (listings read no session)."""
+    listing = call.stage == "list"
+    state = None if listing else session
+    if call.resource is not None:
+        return engine.surface.evaluate_resource(
+            call.resource, call.server or "", principal, state, listing=listing
+        )
+    name = call.prompt or ""
+    server = tool_for(name, call.server).server
+    args = None if listing else call.args
+    return engine.surface.evaluate_prompt(name, server, args, principal, state, listing=listing)
 
 
 def _check(case: Case, where: str, decision: Decision) -> CaseResult:

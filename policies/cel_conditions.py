@@ -19,13 +19,13 @@ __all__ = [
     "condition_problem",
 ]
 
-ALLOWED_VARIABLES: Final = frozenset({"tool", "args", "principal", "session"})
-"""The only names a condition may read."""
+ALLOWED_VARIABLES: Final = frozenset({"tool", "args", "principal", "session", "resource", "prompt"})
+"""The only names a condition may read (``resource`` and ``prompt`` in rules over those only)."""
 
 _STRING_LITERAL: Final = re.compile(
     r"""[rRbB]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')"""
 )
-_REFERENCE: Final = re.compile(r"(?<![\w.])(tool|args|principal|session)\b")
+_REFERENCE: Final = re.compile(r"(?<![\w.])(tool|args|principal|session|resource|prompt)\b")
 _FIELD_ACCESS: Final = re.compile(r"\s*\.\s*([A-Za-z_]\w*)\b\s*(\()?")
 _BINDERS: Final = re.compile(
     r"\.\s*(?:all|exists|exists_one|existsOne|map|filter|transformList|transformMap|"

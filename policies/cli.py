@@ -77,6 +77,10 @@ def _check(args: argparse.Namespace) -> int:
     print(
         f"ok: {count} file{'s'[: count != 1]}, {len(engine.rules)} rules, version {engine.version}"
     )
+    for rule in engine.rules:
+        if rule.limit is not None:
+            mode = " (shadow)" if rule.shadow else ""
+            print(f"limit: {rule.id}{mode}: {rule.limit.describe()} ({rule.file}:{rule.line})")
     return EXIT_OK
 
 
@@ -96,8 +100,13 @@ def _session_spec(text: str | None) -> dict[str, SessionSpec]:
 
 
 def _call_spec(args: argparse.Namespace) -> CallSpec:
+    if args.resource is not None and args.server is None:
+        raise _UsageError("--resource needs --server (a URI names no server)")
+    session: dict[str, Any] = dict(_session_spec(args.session))
     return CallSpec(
         tool=args.tool,
+        resource=args.resource,
+        prompt=args.prompt,
         server=args.server,
         annotations=_json_object(args.annotations, "--annotations"),
         args=_json_object(args.args, "--args") or {},
@@ -106,7 +115,7 @@ def _call_spec(args: argparse.Namespace) -> CallSpec:
         claims=_json_object(args.claims, "--claims") or {},
         flags=args.flags,
         stage="list" if args.list else "call",
-        **_session_spec(args.session),
+        **session,
     )
 
 
@@ -121,7 +130,7 @@ def _explain(args: argparse.Namespace) -> int:
         return _report(exc)
     decision = evaluate(engine, call)
     session = session_state(call.session) if args.session is not None else None
-    gates = gate_statuses(engine, call.tool, decision, session)
+    gates = gate_statuses(engine, call.tool, decision, session) if call.tool is not None else []
     if args.json:
         print(json.dumps(decision_json(engine, decision, call.flags, gates=gates), indent=2))
     else:
@@ -151,12 +160,22 @@ def _test(args: argparse.Namespace) -> int:
 
 def _add_explain(commands: Subparsers) -> None:
     explain = commands.add_parser(
-        "explain", help="show the decision for one call and every rule that matched"
+        "explain",
+        help="show the decision for one call, resource read or prompt get, and every rule that "
+        "matched",
     )
     explain.add_argument("files", nargs="+", metavar="FILE", help="policy files, in layer order")
-    explain.add_argument("--tool", required=True, help="exposed tool name, e.g. files__write_file")
-    explain.add_argument("--args", default="{}", help="call arguments as a JSON object")
-    explain.add_argument("--server", help="server name (default: the tool name's prefix)")
+    subject = explain.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--tool", help="exposed tool name, e.g. files__write_file")
+    subject.add_argument(
+        "--resource", metavar="URI", help="a resource URI (or, with --list, a URI template)"
+    )
+    subject.add_argument("--prompt", help="exposed prompt name, e.g. files__review")
+    explain.add_argument("--args", default="{}", help="tool or prompt arguments as a JSON object")
+    explain.add_argument(
+        "--server",
+        help="server name (default: the tool or prompt name's prefix; needed with --resource)",
+    )
     explain.add_argument("--annotations", help="tool annotations as a JSON object")
     explain.add_argument("--principal", default="anonymous", help="caller id")
     explain.add_argument(
@@ -179,7 +198,9 @@ def _add_explain(commands: Subparsers) -> None:
         ),
     )
     explain.add_argument(
-        "--list", action="store_true", help="decide listing (is the tool listed?) instead of a call"
+        "--list",
+        action="store_true",
+        help="decide listing (is it listed?) instead of a call, read or get",
     )
     explain.add_argument("--json", action="store_true", help="print JSON")
     explain.set_defaults(func=_explain)

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from policies.groups import ToolReference, merge_groups, tool_references
 from policies.loader import LoadedFile, policy_version
 from policies.model import ApprovalModel, DefaultsModel
 from policies.rules import CompiledRule, compile_rule
-from toolsets.decision import DEFAULT_APPROVAL, EFFECT_RANK, ApprovalOptions, Decision, Effect
+from policies.surface_rules import SurfaceKind, surface_defaults
+from toolsets.decision import (
+    DEFAULT_APPROVAL,
+    EFFECT_RANK,
+    ApprovalOptions,
+    ApprovalStage,
+    Decision,
+    Effect,
+)
 
 __all__ = [
     "BUILTIN_DEFAULT_EFFECT",
@@ -39,6 +48,7 @@ class CompiledPolicy:
         groups: Tool groups (hidden until loaded in the session), by name.
         tool_references: Every exact tool name of ``unlock_after``, ``lock_after``,
             ``require_first`` and ``groups``, located.
+        surface_defaults: The decision for resources and for prompts no rule matches.
     """
 
     rules: tuple[CompiledRule, ...]
@@ -48,23 +58,40 @@ class CompiledPolicy:
     hide_flagged: frozenset[str] = BUILTIN_HIDE_FLAGGED
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tool_references: tuple[ToolReference, ...] = ()
+    surface_defaults: Mapping[SurfaceKind, Decision] = field(
+        default_factory=lambda: surface_defaults((), DEFAULT_APPROVAL)
+    )
 
 
 def resolve_approval(chain: Sequence[ApprovalModel | None]) -> ApprovalOptions:
-    """Per field, the first value set along ``chain``, else the built-in default."""
+    """Per field, the first value set along ``chain``, else the built-in default.
+
+    With ``stages``, the approvers are every stage's (``caller`` aside: the caller votes only
+    where a stage names it, never through the caller's own client) and ``edit`` is not offered.
+    """
     models = [m for m in chain if m is not None]
 
-    def first(name: str) -> object:
+    def first(name: str) -> Any:
         return next((v for m in models if (v := getattr(m, name)) is not None), None)
 
-    approvers, expires, hold, decisions = (first(n) for n in ApprovalModel.model_fields)
+    base = DEFAULT_APPROVAL
+    stages = tuple(
+        ApprovalStage(approvers=tuple(s.approvers), min=s.min) for s in first("stages") or ()
+    )
+    decisions = frozenset(first("decisions") or base.decisions)
+    approvers = tuple(first("approvers") or base.approvers)
+    if stages:
+        entries = [a for stage in stages for a in stage.approvers if a != "caller"]
+        approvers, decisions = tuple(dict.fromkeys(entries)), decisions - {"edit"}
     return ApprovalOptions(
-        approvers=tuple(approvers) if isinstance(approvers, list) else DEFAULT_APPROVAL.approvers,
-        expires=expires if isinstance(expires, float) else DEFAULT_APPROVAL.expires,
-        hold=hold if isinstance(hold, float) else DEFAULT_APPROVAL.hold,
-        decisions=frozenset(decisions)
-        if isinstance(decisions, list)
-        else DEFAULT_APPROVAL.decisions,
+        approvers=approvers,
+        expires=first("expires") if first("expires") is not None else base.expires,
+        hold=first("hold") if first("hold") is not None else base.hold,
+        decisions=decisions,
+        grants=tuple(first("grants") or base.grants),
+        grant_max=first("grant_max") or base.grant_max,
+        stages=stages,
+        break_glass=tuple(first("break_glass") or ()),
     )
 
 
@@ -113,4 +140,5 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
         hide_flagged=_hide_flagged(defaults),
         groups=merge_groups(files),
         tool_references=tool_references(files),
+        surface_defaults=surface_defaults(defaults, resolve_approval(global_approval)),
     )

@@ -19,6 +19,7 @@ from policies.messages import MessageTemplate, parse_message
 from policies.rules import CompiledRule
 from policies.session import SessionState
 from policies.session_gates import SessionGates
+from policies.surface import SurfacePolicy
 from toolsets.context import Principal
 from toolsets.decision import Decision, Effect, ShadowMatch
 from toolsets.errors import ConfigIssue
@@ -44,13 +45,24 @@ class PolicyEngine:
     def __init__(self, compiled: CompiledPolicy) -> None:
         """Wrap a compiled policy; use `load` or `empty` to build one."""
         self._compiled = compiled
-        self._index = RuleIndex(compiled.rules)
+        tool_rules = [rule for rule in compiled.rules if rule.surface is None]
+        self._index = RuleIndex(tool_rules)
         self._rules = {rule.id: rule for rule in compiled.rules}
         self._default = dataclasses.replace(compiled.default, policy_version=compiled.version)
         self._decisions: dict[tuple[int, ...], Decision] = {}
         self._shadowing = any(rule.shadow for rule in compiled.rules)
         self._templates = _templates([compiled.default.message, *(r.message for r in self.rules)])
-        self._gates = SessionGates(compiled.rules, compiled.groups)
+        self._gates = SessionGates(tool_rules, compiled.groups)
+        defaults = {
+            kind: dataclasses.replace(default, policy_version=compiled.version)
+            for kind, default in compiled.surface_defaults.items()
+        }
+        self._surface = SurfacePolicy(compiled.rules, defaults, self._conclude)
+        read = [
+            *(rule.variables for rule in compiled.rules),
+            *(t.roots for t in self._templates.values()),
+        ]
+        self._uses_session = self._gates.reads_session or any("session" in r for r in read)
 
     @classmethod
     def load(cls, paths: Sequence[str | Path]) -> PolicyEngine:
@@ -90,6 +102,11 @@ class PolicyEngine:
         return self._compiled.rules
 
     @property
+    def surface(self) -> SurfacePolicy:
+        """Decisions on resource reads and prompt gets (the rules naming them)."""
+        return self._surface
+
+    @property
     def groups(self) -> Mapping[str, tuple[str, ...]]:
         """Tool groups by name: their tools are hidden until the group is loaded in the session."""
         return self._gates.groups
@@ -98,6 +115,13 @@ class PolicyEngine:
     def reads_session(self) -> bool:
         """Whether listings depend on the session (gates, groups or rules reading ``session``)."""
         return self._gates.reads_session
+
+    @property
+    def uses_session(self) -> bool:
+        """Whether any decision reads session state: listings (`reads_session`), a condition
+        of any rule (tools, resources, prompts; shadow ones too) or a message reading
+        ``session``. When False, decisions are the same in every session."""
+        return self._uses_session
 
     def session_key(self, session: SessionState | None) -> Hashable:
         """What listings read of ``session`` (None: a fresh one): under this policy, sessions
@@ -272,6 +296,18 @@ class PolicyEngine:
             decision, effect="hide", rule_id=None, reason=reason, message=None
         )
 
+    def _conclude(
+        self, matched: list[CompiledRule], failures: dict[int, str], default: Decision
+    ) -> Decision:
+        """The decision of the rules that ``matched`` (``failures``: their conditions that could
+        not be evaluated), or ``default`` when none did: for resources and prompts."""
+        matched, shadow, enforced = _split_shadow(matched, failures)
+        if enforced:
+            decision = self._fail_closed(matched, enforced)
+        else:
+            decision = self._decide(tuple(matched)) if matched else default
+        return _with_shadow(decision, shadow, failures) if shadow else decision
+
     def _decide(self, matched: tuple[CompiledRule, ...]) -> Decision:
         if not matched:
             return self._default
@@ -294,6 +330,7 @@ class PolicyEngine:
             matched=tuple(rule.id for rule in matched),
             policy_version=self._compiled.version,
             redact=tuple(dict.fromkeys(path for rule in matched for path in rule.redact)),
+            limits=tuple(rule.limit for rule in matched if rule.limit is not None),
         )
 
     def _fail_closed(self, matched: list[CompiledRule], failures: dict[int, str]) -> Decision:
@@ -345,7 +382,7 @@ def _with_shadow(
             reason=f"policy condition of rule {rule.id!r} failed: {failures[rule.order]}",
         )
         if rule.order in failures
-        else ShadowMatch(rule_id=rule.id, effect=rule.effect, reason=rule.reason)
+        else ShadowMatch(rule_id=rule.id, effect=rule.effect, reason=rule.reason, limit=rule.limit)
         for rule in shadow
     )
     redact = tuple(dict.fromkeys([*decision.redact, *(p for r in shadow for p in r.redact)]))

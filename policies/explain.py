@@ -21,10 +21,31 @@ def _where(rule: CompiledRule) -> str:
 def _approval_text(approval: ApprovalOptions) -> str:
     approvers = ", ".join(approval.approvers) or "any approver"
     decisions = ", ".join(sorted(approval.decisions))
-    return (
+    text = (
         f"approvers {approvers}; expires {format_duration(approval.expires)}; "
         f"hold {format_duration(approval.hold)}; decisions {decisions}"
     )
+    if approval.grants != ("once",):
+        text += f"; grants {', '.join(approval.grants)} (max {format_duration(approval.grant_max)})"
+    if approval.stages:
+        stages = " then ".join(f"{s.min} of {', '.join(s.approvers)}" for s in approval.stages)
+        text += f"; stages {stages}"
+    if approval.break_glass:
+        text += f"; break-glass {', '.join(approval.break_glass)}"
+    return text
+
+
+def _approval_json(approval: ApprovalOptions) -> dict[str, Any]:
+    return {
+        "approvers": list(approval.approvers),
+        "expires": approval.expires,
+        "hold": approval.hold,
+        "decisions": sorted(approval.decisions),
+        "grants": list(approval.grants),
+        "grant_max": approval.grant_max,
+        "stages": [{"approvers": list(s.approvers), "min": s.min} for s in approval.stages],
+        "break_glass": list(approval.break_glass),
+    }
 
 
 def _accepting(engine: PolicyEngine, decision: Decision, flag: str) -> list[CompiledRule]:
@@ -47,6 +68,25 @@ def _flag_lines(engine: PolicyEngine, decision: Decision, flags: Sequence[str]) 
     return lines
 
 
+def _limit_lines(engine: PolicyEngine, decision: Decision) -> list[str]:
+    """The rate limits of the matching rules, and whether this call counts against them."""
+    if not decision.limits:
+        return []
+    status = (
+        "counted (the call runs at once)"
+        if decision.effect == "allow"
+        else f"not counted (effect {decision.effect}: only calls that run at once count)"
+    )
+    lines = [f"limits:   {status}"]
+    width = max(len(limit.rule_id) for limit in decision.limits)
+    texts = [limit.describe() for limit in decision.limits]
+    room = max(len(text) for text in texts)
+    for limit, text in zip(decision.limits, texts, strict=True):
+        where = _where(engine.rule(limit.rule_id))
+        lines.append(f"  {limit.rule_id:<{width}}  {text:<{room}}  {where}")
+    return lines
+
+
 def _shadow_lines(engine: PolicyEngine, decision: Decision) -> list[str]:
     """Shadow rules that matched: what each would have decided (never enforced)."""
     if not decision.shadow:
@@ -56,8 +96,9 @@ def _shadow_lines(engine: PolicyEngine, decision: Decision) -> list[str]:
     wheres = [_where(engine.rule(match.rule_id)) for match in decision.shadow]
     room = max(len(where) for where in wheres)
     for match, where in zip(decision.shadow, wheres, strict=True):
+        limit = f"; limit {match.limit.describe()}" if match.limit is not None else ""
         lines.append(
-            f"  {match.rule_id:<{width}}  {match.effect:<5}  {where:<{room}}  {match.reason}"
+            f"  {match.rule_id:<{width}}  {match.effect:<5}  {where:<{room}}  {match.reason}{limit}"
         )
     return lines
 
@@ -69,9 +110,9 @@ def decision_text(
     *,
     gates: Sequence[GateStatus] = (),
 ) -> str:
-    """A readable explanation: the decision, the winning rule, the tool's ``flags`` (whether
-    each hides it), its session ``gates`` (see `gate_statuses`), every matching rule and the
-    shadow rules that matched."""
+    """A readable explanation: the decision, the winning rule, the rate limits of the matching
+    rules, the tool's ``flags`` (whether each hides it), its session ``gates`` (see
+    `gate_statuses`), every matching rule and the shadow rules that matched."""
     winner = engine.rule(decision.rule_id) if decision.rule_id is not None else None
     lines = [
         f"effect:   {decision.effect}",
@@ -84,6 +125,7 @@ def decision_text(
         lines.append(f"approval: {_approval_text(decision.approval)}")
     if decision.redact:
         lines.append(f"redact:   {', '.join(decision.redact)}")
+    lines.extend(_limit_lines(engine, decision))
     if flags:
         lines.extend(_flag_lines(engine, decision, flags))
     lines.extend(gate_lines(gates))
@@ -101,6 +143,11 @@ def _rule_json(rule: CompiledRule) -> dict[str, Any]:
     return {"id": rule.id, "effect": rule.effect, "file": rule.file, "line": rule.line}
 
 
+def _limit_json(rule: CompiledRule) -> dict[str, Any]:
+    assert rule.limit is not None  # the decision's limits are its matching rules'
+    return rule.limit.to_json() | {"file": rule.file, "line": rule.line}
+
+
 def decision_json(
     engine: PolicyEngine,
     decision: Decision,
@@ -108,27 +155,25 @@ def decision_json(
     *,
     gates: Sequence[GateStatus] = (),
 ) -> dict[str, Any]:
-    """The decision as JSON-ready data, matched rules with their effect and location, shadow
-    rules that matched with what they would have decided, and per flag of the tool whether
+    """The decision as JSON-ready data, matched rules with their effect and location, their
+    rate limits (``limits``; ``limits_counted``: whether this call counts), shadow rules that
+    matched with what they would have decided, and per flag of the tool whether
     ``defaults.hide_flagged`` names it and which rules accept it, and the tool's session
     ``gates``."""
-    approval = decision.approval
     return {
         "effect": decision.effect,
         "rule": decision.rule_id,
         "reason": decision.reason,
         "message": decision.message,
-        "approval": {
-            "approvers": list(approval.approvers),
-            "expires": approval.expires,
-            "hold": approval.hold,
-            "decisions": sorted(approval.decisions),
-        },
+        "approval": _approval_json(decision.approval),
         "matched": [_rule_json(engine.rule(rule_id)) for rule_id in decision.matched],
         "redact": list(decision.redact),
+        "limits": [_limit_json(engine.rule(limit.rule_id)) for limit in decision.limits],
+        "limits_counted": bool(decision.limits) and decision.effect == "allow",
         "shadow": [
             _rule_json(engine.rule(match.rule_id))
             | {"effect": match.effect, "reason": match.reason}
+            | ({"limit": match.limit.to_json()} if match.limit is not None else {})
             for match in decision.shadow
         ],
         "flags": [

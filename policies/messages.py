@@ -93,6 +93,11 @@ class MessageTemplate:
         """Whether rendering reads the call (else `render` always returns the same text)."""
         return any(isinstance(part, Placeholder) for part in self.parts)
 
+    @property
+    def roots(self) -> frozenset[str]:
+        """What its placeholders read (``args``, ``session``, ``tool``, ``principal``)."""
+        return frozenset(part.root for part in self.parts if isinstance(part, Placeholder))
+
     def render(
         self,
         *,

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
-from pydantic_core import PydanticCustomError
+from pydantic import ConfigDict, Field, WithJsonSchema, field_validator
 
+from policies._fields import Strict as _Strict
+from policies._fields import checked as _checked
+from policies._fields import pattern_problem as _pattern_problem
+from policies.approval_model import ApprovalModel, ApprovalStageModel
 from policies.cel_conditions import ALLOWED_VARIABLES, condition_problem
-from policies.durations import DURATION_PATTERN, parse_duration
+from policies.limits import RuleLimit
 from policies.matchers import glob_problem, principal_entry_problem
 from policies.messages import message_problem
-from toolsets.decision import DecisionKind, Effect
+from policies.surface_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, UriGlob, check_scope
+from toolsets.decision import Effect
 from toolsets.flags import FLAGS
 
 __all__ = [
     "ApprovalModel",
+    "ApprovalStageModel",
     "DefaultsModel",
     "FlagName",
     "GroupName",
@@ -26,38 +30,6 @@ __all__ = [
 ]
 
 
-def _checked(problem: Any, kind: str) -> Any:
-    """An after-validator raising a clean, located error when ``problem(value)`` says so."""
-
-    def check(value: str) -> str:
-        message = problem(value)
-        if message is not None:
-            raise PydanticCustomError(kind, message)
-        return value
-
-    return AfterValidator(check)
-
-
-def _duration(value: object) -> float:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise PydanticCustomError("duration", str(exc)) from None
-
-
-Duration = Annotated[
-    float,
-    BeforeValidator(_duration),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "number", "minimum": 0},
-                {"type": "string", "pattern": DURATION_PATTERN},
-            ],
-            "description": "Seconds, or a duration such as '500ms', '50s', '15m', '1h', '1d'.",
-        }
-    ),
-]
 Glob = Annotated[
     str,
     _checked(glob_problem, "glob"),
@@ -78,11 +50,6 @@ CelExpression = Annotated[
 ]
 
 
-def _pattern_problem(pattern: str, expected: str) -> Any:
-    compiled = re.compile(pattern)
-    return lambda value: None if compiled.match(value) else f"invalid {expected}: {value!r}"
-
-
 def _flag_problem(value: str) -> str | None:
     return None if value in FLAGS else f"unknown flag {value!r} (known: {', '.join(FLAGS)})"
 
@@ -99,25 +66,11 @@ FlagName = Annotated[
     ),
 ]
 
-_APPROVER = r"^(caller|role:\S+|user:\S+)$"
 _REDACT = r"^args(\.[^.\s]+)+$"
 _RULE_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
 _TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 _GROUP_NAME = r"^[a-z0-9_]{1,40}$"
 
-Approver = Annotated[
-    str,
-    _checked(
-        _pattern_problem(_APPROVER, "approver (use 'caller', 'role:NAME' or 'user:ID')"), "approver"
-    ),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "pattern": _APPROVER,
-            "description": "'caller' (the calling user), 'role:NAME' or 'user:ID'.",
-        }
-    ),
-]
 RedactPath = Annotated[
     str,
     _checked(_pattern_problem(_REDACT, "redact path (use 'args.KEY[.KEY...]')"), "redact"),
@@ -170,24 +123,6 @@ MessageText = Annotated[
 RuleMode = Literal["enforce", "shadow"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class ApprovalModel(_Strict):
-    """Approval options; every field unset falls back to the file's defaults, then built-ins."""
-
-    approvers: list[Approver] | None = Field(None, description="Who may decide.")
-    expires: Duration | None = Field(None, description="Until an undecided request expires.")
-    hold: Duration | None = Field(
-        None, description="How long the call is held open for a decision."
-    )
-    decisions: (
-        Annotated[list[DecisionKind], Field(min_length=1, json_schema_extra={"uniqueItems": True})]
-        | None
-    ) = Field(None, description="Answers an approver may give.")
-
-
 class DefaultsModel(_Strict):
     """What applies when no rule matches, and approval defaults for every rule."""
 
@@ -203,6 +138,8 @@ class DefaultsModel(_Strict):
             "[] hides none. Across layered files the declared lists add up."
         ),
     )
+    resources: ResourceEffect | None = Field(None, description="No resource rule matched.")
+    prompts: PromptEffect | None = Field(None, description="No prompt rule matched.")
 
 
 class RuleModel(_Strict):
@@ -212,6 +149,12 @@ class RuleModel(_Strict):
     description: str | None = None
     tools: list[Glob] | None = Field(None, min_length=1, description="Globs on exposed tool names.")
     servers: list[Glob] | None = Field(None, min_length=1, description="Globs on server names.")
+    resources: list[UriGlob] | None = Field(
+        None, min_length=1, description="URI globs: a resource rule."
+    )
+    prompts: list[Glob] | None = Field(
+        None, min_length=1, description="Prompt name globs: a prompt rule."
+    )
     principals: list[PrincipalEntry] | None = Field(None, min_length=1)
     when: CelExpression | None = Field(None, description="Matches only when this is true.")
     unless: CelExpression | None = Field(None, description="Does not match when this is true.")
@@ -226,6 +169,13 @@ class RuleModel(_Strict):
         ),
     )
     approval: ApprovalModel | None = None
+    limit: RuleLimit | None = Field(
+        None,
+        description=(
+            "A rate limit on the calls this rule allows, e.g. {rate: 60/min, per: principal}; "
+            "a call over it is refused with when to retry (only on effect: allow)."
+        ),
+    )
     redact: list[RedactPath] = Field(default_factory=list)
     accept_flags: list[FlagName] = Field(
         default_factory=list,
@@ -258,6 +208,8 @@ class RuleModel(_Strict):
             "and listings hide them."
         ),
     )
+
+    _one_kind = field_validator(*SCOPED_FIELDS)(check_scope)
 
 
 class PolicyFile(_Strict):

@@ -8,6 +8,7 @@ from typing import Any
 from policies.activation import merge_needs
 from policies.cel_conditions import Condition, Needs, compile_condition
 from policies.gates import RuleGates
+from policies.limits import compile_limit
 from policies.matchers import (
     PrincipalMatcher,
     StrMatcher,
@@ -16,7 +17,9 @@ from policies.matchers import (
     is_literal,
 )
 from policies.model import RuleModel
+from policies.surface_rules import SurfaceSelector, surface_selector
 from toolsets.decision import EFFECT_RANK, ApprovalOptions, Effect
+from toolsets.rates import RateLimit
 
 __all__ = ["CompiledRule", "compile_rule"]
 
@@ -37,6 +40,8 @@ class CompiledRule:
         accept_flags: Flags of ``defaults.hide_flagged`` that do not hide the tools it matches.
         gates: Its session gates (``unlock_after``, ``lock_after``, ``require_first``), if any.
         shadow: ``mode: shadow``: evaluated for calls, recorded on the decision, never enforced.
+        limit: Its rate limit on the calls it allows, if any.
+        surface: Its ``resources`` or ``prompts`` selector: then it is about those, not tools.
     """
 
     order: int
@@ -62,6 +67,8 @@ class CompiledRule:
     accept_flags: frozenset[str] = frozenset()
     gates: RuleGates | None = None
     shadow: bool = False
+    limit: RateLimit | None = None
+    surface: SurfaceSelector | None = None
 
     @property
     def literal_tools(self) -> tuple[str, ...] | None:
@@ -127,4 +134,6 @@ def compile_rule(
         accept_flags=frozenset(rule.accept_flags),
         gates=RuleGates.of(rule),
         shadow=rule.mode == "shadow",
+        limit=compile_limit(rule.id, rule.limit),
+        surface=surface_selector(rule.resources, rule.prompts),
     )

@@ -12,13 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 import uvicorn
 import yaml
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from starlette.types import ASGIApp
 
 from gateway.metrics import Metrics
 from toolsets import CallContext, ToolNotFoundError, ToolResult, Toolset
+from toolsets._sdk_compat import create_mcp_http_client
 
 ECHO_SERVER = str(Path(__file__).parent / "upstreams" / "echo_server.py")
 MODES = ("legacy", "auto")
@@ -62,6 +66,18 @@ async def serve_asgi(app: ASGIApp, port: int | None = None) -> AsyncIterator[str
             yield f"http://127.0.0.1:{port}"
         finally:
             server.should_exit = True
+
+
+@contextlib.asynccontextmanager
+async def mcp_http_client(url: str, mode: str, token: str) -> AsyncIterator[Client]:
+    """An `mcp.Client` on a gateway's ``/mcp`` over streamable HTTP, holding ``token``."""
+    http = create_mcp_http_client(
+        headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60)
+    )
+    async with http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode, read_timeout_seconds=30) as client:  # type: ignore[arg-type]
+            yield client
 
 
 async def call(

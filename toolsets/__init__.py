@@ -1,7 +1,7 @@
 """Toolsets: the tool abstraction, its wrappers and the MCP upstream toolset."""
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
-from toolsets.approval_required import ApprovalGate, ApprovalRequiredToolset, Approved
+from toolsets.approval_required import ApprovalGate, ApprovalRequiredToolset, Approved, Granted
 from toolsets.canonical import canonical_json, sha256_hex
 from toolsets.combined import CombinedToolset
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
@@ -22,6 +22,8 @@ from toolsets.external import ExternalToolset, ToolExecutor
 from toolsets.filtered import FilteredToolset, ToolFilter
 from toolsets.policy import Decider, PolicyToolset, Refuser
 from toolsets.prefixed import SEPARATOR, PrefixedToolset
+from toolsets.rate_limited import LimitObserver, RateLimitedToolset
+from toolsets.rates import Rate, RateCounter, RateLimit, RateVerdict
 from toolsets.result import ToolResult
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
 from toolsets.validated import ArgumentsInvalid, SchemaValidators, ValidatingToolset
@@ -49,12 +51,19 @@ __all__ = [
     "EventsToolset",
     "ExternalToolset",
     "FilteredToolset",
+    "Granted",
+    "LimitObserver",
     "LockgateError",
     "PolicyError",
     "PolicyToolset",
     "PrefixedToolset",
     "Principal",
     "ProgressCallback",
+    "Rate",
+    "RateCounter",
+    "RateLimit",
+    "RateLimitedToolset",
+    "RateVerdict",
     "Refuser",
     "SchemaValidators",
     "ToolCollisionError",

@@ -14,7 +14,7 @@ from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
 
-__all__ = ["ApprovalGate", "ApprovalRequiredToolset", "Approved"]
+__all__ = ["ApprovalGate", "ApprovalRequiredToolset", "Approved", "Granted"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,16 +32,28 @@ class Approved:
     call_id: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Granted:
+    """A held call that a standing grant covers: it runs now, without asking.
+
+    Attributes:
+        grant_id: The grant; the call's decision (and so its events) names it.
+    """
+
+    grant_id: str
+
+
 class ApprovalGate(Protocol):
     """Where held calls wait (the gateway's approval service implements it)."""
 
     async def hold(
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
-    ) -> ToolResult | Approved:
+    ) -> ToolResult | Approved | Granted:
         """Create (or find the re-issued) pending call, wait for its outcome up to the hold.
 
         Returns the answer for the caller (pending, denied, expired, a worker's or an earlier
-        run's result), or `Approved` when the call must run now: it is already ``executing``.
+        run's result), `Approved` when the call must run now (it is already ``executing``),
+        or `Granted` when a standing grant lets it run without asking (nothing was held).
         """
         ...
 
@@ -73,6 +85,9 @@ class ApprovalRequiredToolset(WrapperToolset):
         outcome = await self.gate.hold(tool, args, ctx)
         if isinstance(outcome, ToolResult):
             return outcome
+        if isinstance(outcome, Granted):
+            granted = replace(ctx, decision=replace(decision, grant=outcome.grant_id))
+            return await self.wrapped.call_tool(name, args, granted, tool)
         run = replace(ctx, call_id=outcome.call_id)
         try:
             result = await self.wrapped.call_tool(name, outcome.args, run, tool)

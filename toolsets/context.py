@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from toolsets.decision import Decision
+from toolsets.peer import Capability, ClientPeer
 
 __all__ = [
     "ANONYMOUS",
@@ -66,12 +67,26 @@ class ClientInfo:
         protocol_version: The negotiated protocol version, when known.
         elicitation: True when the client declared the elicitation capability.
         transport: ``http``, ``stdio`` or ``inprocess``.
+        sampling: True when the client declared the sampling capability.
+        roots: True when the client declared the roots capability.
     """
 
     era: Literal["legacy", "modern"] = "legacy"
     protocol_version: str | None = None
     elicitation: bool = False
     transport: Literal["http", "stdio", "inprocess"] = "inprocess"
+    sampling: bool = False
+    roots: bool = False
+
+    def declares(self, capability: Capability) -> bool:
+        """Whether the client declared ``capability``."""
+        return bool(getattr(self, capability))
+
+    @property
+    def relays(self) -> bool:
+        """Whether an upstream's request may be relayed to this client (it declared
+        elicitation, sampling or roots)."""
+        return self.elicitation or self.sampling or self.roots
 
 
 def new_call_id() -> str:
@@ -96,6 +111,8 @@ class CallContext:
             answered "pending" (None: the rule's ``hold``). A LangGraph tool asks for 0: it
             pauses the graph with ``interrupt()`` instead of waiting.
         parent_call_id: For a call a script made (``tools.NAME(...)``), the script's call id.
+        peer: The downstream client that made the call, as its upstream may reach it
+            (requests to the client, log messages); None for in-process callers.
     """
 
     principal: Principal = ANONYMOUS
@@ -107,6 +124,7 @@ class CallContext:
     decision: Decision | None = None
     max_hold: float | None = None
     parent_call_id: str | None = None
+    peer: ClientPeer | None = None
 
     def hold_for(self, hold: float) -> float:
         """A rule's ``hold``, capped by the caller's ``max_hold``."""

@@ -6,14 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from toolsets.rates import RateLimit
+
 __all__ = [
     "ALL_DECISION_KINDS",
     "DEFAULT_APPROVAL",
+    "DEFAULT_GRANT_MAX",
     "EFFECT_RANK",
     "ApprovalOptions",
+    "ApprovalStage",
     "Decision",
     "DecisionKind",
     "Effect",
+    "GrantScope",
     "ShadowMatch",
 ]
 
@@ -28,6 +33,25 @@ EFFECT_RANK: Final[dict[str, int]] = {"allow": 0, "defer": 1, "ask": 2, "deny": 
 
 ALL_DECISION_KINDS: Final[frozenset[DecisionKind]] = frozenset(get_args(DecisionKind))
 
+GrantScope = Literal["once", "session", "tool"]
+"""How far an approval reaches: this call, later calls of the session, or of the tool."""
+
+DEFAULT_GRANT_MAX: Final = 3600.0
+"""The longest a session or tool grant lasts (seconds) when the rule does not say."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalStage:
+    """One stage of a staged approval: ``min`` different people among ``approvers`` approve.
+
+    Attributes:
+        approvers: Who may vote in the stage (``role:NAME``, ``user:ID``, ``caller``).
+        min: How many approving votes the stage needs.
+    """
+
+    approvers: tuple[str, ...]
+    min: int = 1
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalOptions:
@@ -39,12 +63,21 @@ class ApprovalOptions:
         expires: Seconds until an undecided approval request expires.
         hold: Seconds the call is held open waiting for a decision before it is answered as pending.
         decisions: The answers an approver may give.
+        grants: How far an approval may reach (``once`` is a plain approval); see `GrantScope`.
+        grant_max: The longest a session or tool grant may last, in seconds.
+        stages: Staged (M-of-N) approval, decided in order; empty: one decision by any of
+            ``approvers`` (which, with stages, lists every stage's approvers but ``caller``).
+        break_glass: Who may approve at once, skipping remaining stages, with a reason.
     """
 
     approvers: tuple[str, ...] = ()
     expires: float = 15 * 60.0
     hold: float = 50.0
     decisions: frozenset[DecisionKind] = ALL_DECISION_KINDS
+    grants: tuple[GrantScope, ...] = ("once",)
+    grant_max: float = DEFAULT_GRANT_MAX
+    stages: tuple[ApprovalStage, ...] = ()
+    break_glass: tuple[str, ...] = ()
 
 
 DEFAULT_APPROVAL: Final = ApprovalOptions()
@@ -59,11 +92,16 @@ class ShadowMatch:
         rule_id: The shadow rule.
         effect: Its effect (``deny`` when its condition could not be evaluated).
         reason: Its reason (or the evaluation error).
+        limit: Its rate limit, if it has one.
+        retry_after: Set by the rate-limit step when ``limit`` would have refused this call:
+            the seconds the caller would have been told to wait.
     """
 
     rule_id: str
     effect: Effect
     reason: str
+    limit: RateLimit | None = None
+    retry_after: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +118,8 @@ class Decision:
         policy_version: Hash of the loaded policy files.
         redact: Argument paths (``args.token``) to mask in events: union over matched rules.
         shadow: Shadow rules that matched, in load order; they never change the decision.
+        grant: For an ``ask`` a standing grant answered (the call runs without asking), the
+            grant's id; its events name it.
     """
 
     effect: Effect
@@ -91,3 +131,5 @@ class Decision:
     policy_version: str = ""
     redact: tuple[str, ...] = ()
     shadow: tuple[ShadowMatch, ...] = ()
+    limits: tuple[RateLimit, ...] = ()
+    grant: str | None = None

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolsets.result import ToolResult
 
 __all__ = [
     "ApprovalConflict",
     "AuditUnavailable",
+    "CallRefused",
     "ConfigError",
     "ConfigIssue",
     "LockgateError",
     "PolicyError",
+    "PromptDenied",
+    "PromptNotFound",
+    "RelayRefused",
+    "ResourceDenied",
+    "ResourceNotFound",
+    "StoreUnavailable",
     "ToolCollisionError",
     "ToolNotFoundError",
     "ToolQuarantined",
@@ -105,9 +117,76 @@ class UpstreamRequestError(UpstreamError):
         self.data = data
 
 
+class RelayRefused(LockgateError):
+    """An upstream's request to the client (elicitation, sampling, roots) is not relayed.
+
+    The upstream is answered with a JSON-RPC error carrying this message; a 2026-07-28
+    upstream's call ends in an error result naming it.
+    """
+
+    def __init__(self, server: str, method: str, reason: str) -> None:
+        self.server = server
+        self.method = method
+        self.reason = reason
+        source = f" from server {server!r}" if server else ""
+        super().__init__(f"lockgate did not relay {method!r}{source}: {reason}")
+
+
 class AuditUnavailable(LockgateError):
     """The audit log cannot be written: nothing that must be on record first may happen."""
 
 
+class StoreUnavailable(LockgateError):
+    """The shared store (PostgreSQL) cannot be reached: what needs it fails closed, naming it."""
+
+
+class CallRefused(LockgateError):
+    """A step below the policy decision refused the call (a rate limit); ``result`` is the
+    error result the caller reads.
+
+    `PolicyToolset` answers with ``result`` and, as for a deny, does not count the call in its
+    session: it never ran.
+    """
+
+    def __init__(self, result: ToolResult) -> None:
+        self.result = result
+        super().__init__(result.first_text())
+
+
 class ApprovalConflict(LockgateError):
     """A pending call was already decided (or is in a state that forbids this transition)."""
+
+
+class ResourceNotFound(LockgateError):
+    """No resource of that URI is visible to the caller (one the policy hides reads the same)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        super().__init__(f"Unknown resource: {uri}")
+
+
+class ResourceDenied(LockgateError):
+    """A resource read was refused: by the policy (``message`` is the rule's), by an approver,
+    or it waits for a decision (``data`` names the pending call then)."""
+
+    def __init__(self, uri: str, message: str, *, data: Mapping[str, Any] | None = None) -> None:
+        self.uri = uri
+        self.data = dict(data or {})
+        super().__init__(message)
+
+
+class PromptNotFound(LockgateError):
+    """No prompt of that name is visible to the caller (one the policy hides reads the same)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"Unknown prompt: {name}")
+
+
+class PromptDenied(LockgateError):
+    """The policy refused a prompt get; the message is the rule's."""
+
+    def __init__(self, name: str, message: str, *, data: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.data = dict(data or {})
+        super().__init__(message)

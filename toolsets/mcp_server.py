@@ -15,18 +15,29 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
+from mcp_types import LoggingLevel
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
+from toolsets.direct_call import DirectCall
 from toolsets.errors import UpstreamError, UpstreamRequestError
-from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp, tool_result_from_wire
+from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp
+from toolsets.peer import Capability
 from toolsets.result import ToolResult
 from toolsets.sanitize import DEFAULT_MAX_DESCRIPTION
 from toolsets.stdio_pipe import DEFAULT_MAX_MESSAGE, TOO_LARGE, StdioPipe
 from toolsets.tooldef import ToolDef
+from toolsets.upstream_requests import REFUSED, UpstreamRequests
 
-__all__ = ["ClientTarget", "MCPServerToolset", "StatusHandler", "UpstreamStatus"]
+__all__ = [
+    "ClientTarget",
+    "MCPServerToolset",
+    "NotificationListener",
+    "StatusHandler",
+    "UpstreamStatus",
+]
 
 log = logging.getLogger("lockgate.upstream")
 UpstreamStatus = Literal["connecting", "up", "down", "reconnecting", "stopped"]
@@ -46,6 +57,12 @@ class StatusHandler(Protocol):
     """Receives upstream status changes (``up``, ``down``, ``reconnecting``)."""
 
     async def __call__(self, server: str, status: UpstreamStatus, detail: str) -> None: ...
+
+
+class NotificationListener(Protocol):
+    """Hears every upstream notification but tools/list_changed, in both eras."""
+
+    async def __call__(self, server: str, notification: types.ServerNotification) -> None: ...
 
 
 async def _log_status(server: str, status: UpstreamStatus, detail: str) -> None:
@@ -76,6 +93,7 @@ class MCPServerToolset(Toolset):
         max_backoff: float = 30.0,
         max_result_bytes: int = DEFAULT_MAX_MESSAGE,
         max_description: int = DEFAULT_MAX_DESCRIPTION,
+        client_requests: frozenset[Capability] = frozenset(),
     ) -> None:
         self.name = name
         self._target = target
@@ -87,6 +105,8 @@ class MCPServerToolset(Toolset):
         self._max_backoff = max_backoff
         self.max_result_bytes = max_result_bytes
         self.max_description = max_description
+        self.requests = UpstreamRequests(name, allowed=client_requests, timeout=timeout)
+        """The server's requests to the client and its log messages (relayed by the gateway)."""
         self.status: UpstreamStatus = "connecting"
         self.detail = ""
         self.protocol_version: str | None = None
@@ -101,6 +121,7 @@ class MCPServerToolset(Toolset):
         self._gone = False
         self._reopened: anyio.Event | None = None
         self._stale = anyio.Event()
+        self.notification_listeners: list[NotificationListener] = []
 
     @property
     def label(self) -> str:
@@ -114,6 +135,11 @@ class MCPServerToolset(Toolset):
     @property
     def version(self) -> int:
         return self._version
+
+    @property
+    def client(self) -> Client | None:
+        """The current session's SDK client while up (for requests beyond tools), else None."""
+        return self._client
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         return self._tools
@@ -158,18 +184,20 @@ class MCPServerToolset(Toolset):
             message = f"Server {self.name!r} is unavailable ({self.status})."
             raise UpstreamError(message, server=self.name)
         progress, pipe = ctx.progress, self._pipe
-        with anyio.move_on_after(self.timeout):
+        meta = self.requests.call_meta(ctx, client.protocol_version)
+        with anyio.move_on_after(self.timeout), self.requests.calling(ctx):
             try:
-                if pipe is not None and progress is None:
-                    return await _direct_call(pipe, self.name, tool.upstream_name, args)
+                if pipe is not None and progress is None and not self.requests.streams(ctx):
+                    call = DirectCall(pipe, tool.upstream_name, args, meta)
+                    return await call.run(self.name, self.requests)
                 result = await client.call_tool(
-                    tool.upstream_name, dict(args), progress_callback=progress
+                    tool.upstream_name, dict(args), progress_callback=progress, meta=meta
                 )
                 return tool_result_from_mcp(result)
             except MCPError as exc:
                 error = exc.error
-                if isinstance(error.data, dict) and TOO_LARGE in error.data:
-                    return ToolResult.error(error.message)  # the model reads the limit
+                if isinstance(error.data, dict) and error.data.keys() & {TOO_LARGE, REFUSED}:
+                    return ToolResult.error(error.message)  # the model reads the limit or refusal
                 if error.code == types.CONNECTION_CLOSED:  # the SDK client lost the server
                     self._lost.set()
                     message = f"Server {self.name!r} connection lost: {error.message}"
@@ -243,7 +271,10 @@ class MCPServerToolset(Toolset):
             )
             transport = pipe.transport() if pipe is not None else target
             async with Client(
-                transport, mode=self.mode, message_handler=self._on_message
+                transport,
+                mode=self.mode,
+                message_handler=self._on_message,
+                **self.requests.callbacks(),
             ) as client:
                 self.protocol_version = client.protocol_version
                 async with anyio.create_task_group() as tg:
@@ -252,6 +283,7 @@ class MCPServerToolset(Toolset):
                     if _listens(client):  # subscribed before listing: no change falls between
                         await tg.start(self._listen, client)
                     await self._refresh(client)
+                    await self.requests.apply_log_level(client)
                     connecting.deadline = math.inf
                     self._client, self._pipe, self._was_up = client, pipe, True
                     self._gone = False
@@ -315,6 +347,9 @@ class MCPServerToolset(Toolset):
             self._changed()
         elif isinstance(message, Exception):
             log.debug("upstream %s sent an error: %r", self.name, message)
+        elif not isinstance(message, types.ToolListChangedNotification):
+            for listener in list(self.notification_listeners):
+                await listener(self.name, message)
 
     async def _listen(
         self, client: Client, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -322,41 +357,41 @@ class MCPServerToolset(Toolset):
         """Follow list_changed; started once the server acknowledged the subscription."""
         started = False
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
+            caps = client.server_capabilities  # their events reach `_on_message`, as in legacy
+            async with client.listen(
+                tools_list_changed=True,
+                prompts_list_changed=_announces(caps.prompts),
+                resources_list_changed=_announces(caps.resources),
+            ) as subscription:
                 task_status.started()
                 started = True
-                async for _event in subscription:
-                    self._changed()
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self._changed()
         except Exception as exc:  # the listen stream is best effort; calls still work
             log.warning("upstream %s: subscriptions/listen ended: %s", self.name, _describe(exc))
         if not started:
             task_status.started()
+
+    async def set_log_level(self, level: LoggingLevel | None) -> None:
+        """Ask the server for log messages at ``level`` and above (None: for none, as far as
+        its era allows; see `UpstreamRequests`)."""
+        self.requests.log_level = level
+        await self.requests.apply_log_level(self._client)
 
     async def _set_status(self, status: UpstreamStatus, detail: str) -> None:
         self.status, self.detail = status, detail
         await self._on_status(self.name, status, detail)
 
 
-async def _direct_call(
-    pipe: StdioPipe, server: str, name: str, args: Mapping[str, Any]
-) -> ToolResult:
-    """``tools/call`` straight down a stdio pipe (no progress wanted, so no session needed)."""
-    raw = await pipe.request("tools/call", {"name": name, "arguments": args})
-    if raw.get("resultType") == "input_required":
-        # The gateway does not relay an upstream's questions (as with elicitation requests).
-        message = f"Server asked for input on {name!r}; lockgate does not relay upstream questions."
-        return ToolResult.error(message)
-    try:
-        return tool_result_from_wire(raw)
-    except ValueError as exc:
-        message = f"Server {server!r} sent a malformed result for {name!r}: {exc}"
-        raise UpstreamError(message, server=server) from None
-
-
 def _listens(client: Client) -> bool:
-    tools = client.server_capabilities.tools
+    caps = client.server_capabilities
     modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
-    return modern and tools is not None and bool(tools.list_changed)
+    return modern and any(_announces(c) for c in (caps.tools, caps.prompts, caps.resources))
+
+
+def _announces(capability: Any) -> bool:
+    return capability is not None and bool(capability.list_changed)
 
 
 def _describe(exc: BaseException) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
 from toolsets.decision import Decision
-from toolsets.errors import ToolNotFoundError, UpstreamError
+from toolsets.errors import CallRefused, ToolNotFoundError, UpstreamError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
@@ -64,6 +64,8 @@ class PolicyToolset(WrapperToolset):
             return await self.refuse(tool, args, ctx, message)
         try:
             result = await self.wrapped.call_tool(name, args, ctx, tool)
+        except CallRefused as refused:
+            return refused.result  # refused below (a rate limit): never ran, so not counted
         except UpstreamError:
             self.decider.record(tool, args, ctx, ok=False)  # answered, as an error the model reads
             raise

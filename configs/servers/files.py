@@ -1,5 +1,9 @@
 """Example upstream: a files server confined to one workspace directory (stdio).
 
+Besides its tools it serves the workspace as resources: the index (``file://ROOT/``), each file
+through the template ``file://ROOT/{+path}`` (paths complete), and a ``review_file`` prompt that
+embeds the file; writing or deleting a file announces ``resources/updated`` for it.
+
 Run: ``python configs/servers/files.py --root DIR``.
 """
 
@@ -8,17 +12,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from _resources import complete_argument, embedding, updated
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import Message
 from mcp.types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True)
 DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True)
 MAX_READ = 1 << 20
+MAX_COMPLETIONS = 100
 
 
 @contextlib.contextmanager
@@ -79,7 +86,7 @@ def build(root: Path) -> MCPServer:
         return sorted(p for p in found if fnmatch.fnmatch(p, pattern))
 
     @server.tool(annotations=WRITE)
-    def write_file(path: str, content: str) -> str:
+    async def write_file(path: str, content: str, ctx: Context) -> str:
         """Create or overwrite a UTF-8 text file in the workspace.
 
         Args:
@@ -90,20 +97,62 @@ def build(root: Path) -> MCPServer:
         with os_errors():
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")
+        await updated(ctx, f"{base}/{target.relative_to(root)}", f"{base}/")
         return f"wrote {len(content.encode())} bytes to {path}"
 
     @server.tool(annotations=DELETE)
-    def delete_file(path: str) -> str:
+    async def delete_file(path: str, ctx: Context) -> str:
         """Delete a file from the workspace.
 
         Args:
             path: File path relative to the workspace root.
         """
+        target = inside(path)
         with os_errors():
-            inside(path).unlink()
+            target.unlink()
+        await updated(ctx, f"{base}/{target.relative_to(root)}", f"{base}/")
         return f"deleted {path}"
 
+    base = f"file://{root.as_posix()}"
+    _add_resources(server, root, base, inside)
     return server
+
+
+def _files(root: Path, start: str = "") -> list[str]:
+    """Workspace files (relative paths) that start with ``start``, at most `MAX_COMPLETIONS`."""
+    found = (str(p.relative_to(root)) for p in sorted(root.rglob("*")) if p.is_file())
+    return [p for p in found if p.startswith(start)][:MAX_COMPLETIONS]
+
+
+def _add_resources(server: MCPServer, root: Path, base: str, inside: Callable[[str], Path]) -> None:
+    """The workspace as resources: the index, a template for each file, the ``review_file``
+    prompt (the file embedded), and completions of paths."""
+
+    @server.resource(f"{base}/", name="workspace", mime_type="text/plain")
+    def index() -> str:
+        """The workspace's files, one relative path a line."""
+        return "\n".join(_files(root))
+
+    @server.resource(f"{base}/{{+path}}", name="file", mime_type="text/plain")
+    def file(path: str) -> str:
+        """A UTF-8 text file of the workspace."""
+        with os_errors():
+            return inside(path).read_text(encoding="utf-8")[:MAX_READ]
+
+    @server.prompt(title="Review a file")
+    def review_file(path: str, focus: str = "correctness") -> list[Message]:
+        """Ask for a review of a workspace file, which travels embedded.
+
+        Args:
+            path: File path relative to the workspace root.
+            focus: What the review looks at first.
+        """
+        with os_errors():
+            text = inside(path).read_text(encoding="utf-8")[:MAX_READ]
+        ask = f"Review {path}, looking at its {focus} first."
+        return embedding(ask, f"{base}/{path}", text, "text/plain")
+
+    complete_argument(server, "path", lambda typed: _files(root, typed))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """Example upstream: a small ticket tracker kept in a JSON file (stdio).
 
+Besides its tools it serves the tickets as resources (``tickets://tickets``, and each one through
+the template ``tickets://ticket/{id}``, ids complete) and a ``triage_ticket`` prompt that
+embeds one; a tool that changes a ticket announces ``resources/updated`` for it.
+
 Run: ``python configs/servers/tickets.py --db FILE``.
 """
 
@@ -10,8 +14,10 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from mcp.server.mcpserver import MCPServer
+from _resources import complete_argument, embedding, updated
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import Message
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
@@ -19,6 +25,7 @@ Status = Literal["open", "in_progress", "closed"]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 UPDATE = ToolAnnotations(readOnlyHint=False, destructiveHint=False)
 PURGE = ToolAnnotations(readOnlyHint=False, destructiveHint=True)
+ALL = "tickets://tickets"
 
 
 class Ticket(BaseModel):
@@ -77,7 +84,7 @@ def build(db: Path) -> MCPServer:
         return store.get(id)
 
     @server.tool(annotations=UPDATE)
-    def create_ticket(title: str, body: str = "") -> Ticket:
+    async def create_ticket(title: str, ctx: Context, body: str = "") -> Ticket:
         """Open a new ticket.
 
         Args:
@@ -87,10 +94,13 @@ def build(db: Path) -> MCPServer:
         tickets = store.load()
         ticket = Ticket(id=max((t.id for t in tickets), default=0) + 1, title=title, body=body)
         store.save([*tickets, ticket])
+        await updated(ctx, ALL)
         return ticket
 
     @server.tool(annotations=UPDATE)
-    def update_ticket(id: int, status: Status | None = None, comment: str | None = None) -> Ticket:
+    async def update_ticket(
+        id: int, ctx: Context, status: Status | None = None, comment: str | None = None
+    ) -> Ticket:
         """Change a ticket's status and/or add a comment.
 
         Args:
@@ -104,11 +114,12 @@ def build(db: Path) -> MCPServer:
                 ticket.status = status or ticket.status
                 ticket.comments += [comment] if comment else []
                 store.save(tickets)
+                await updated(ctx, f"tickets://ticket/{id}", ALL)
                 return ticket
         raise ToolError(f"no ticket {id}")
 
     @server.tool(annotations=PURGE)
-    def purge_tickets(before: int | None = None) -> str:
+    async def purge_tickets(ctx: Context, before: int | None = None) -> str:
         """Permanently delete closed tickets (administrators only).
 
         Args:
@@ -119,9 +130,42 @@ def build(db: Path) -> MCPServer:
             t for t in tickets if t.status != "closed" or (before is not None and t.id >= before)
         ]
         store.save(keep)
+        await updated(ctx, ALL)
         return f"purged {len(tickets) - len(keep)} tickets"
 
+    _add_resources(server, store)
     return server
+
+
+def _add_resources(server: MCPServer, store: TicketStore) -> None:
+    """The tickets as resources, the ``triage_ticket`` prompt, and completions of ids."""
+
+    @server.resource(ALL, name="tickets", mime_type="application/json")
+    def all_tickets() -> str:
+        """Every ticket."""
+        return json.dumps([t.model_dump() for t in store.load()], indent=1)
+
+    @server.resource("tickets://ticket/{id}", name="ticket", mime_type="application/json")
+    def one_ticket(id: str) -> str:
+        """One ticket, by id."""
+        return store.get(int(id)).model_dump_json(indent=1)
+
+    @server.prompt(title="Triage a ticket")
+    def triage_ticket(id: str, team: str = "support") -> list[Message]:
+        """Ask for a triage of a ticket, which travels embedded.
+
+        Args:
+            id: The ticket id.
+            team: The team that will take it.
+        """
+        ask = f"Triage ticket {id} for the {team} team: status, urgency, next step."
+        text = store.get(int(id)).model_dump_json(indent=1)
+        return embedding(ask, f"tickets://ticket/{id}", text, "application/json")
+
+    def ids(typed: str) -> list[str]:
+        return [str(t.id) for t in store.load() if str(t.id).startswith(typed)]
+
+    complete_argument(server, "id", ids)
 
 
 if __name__ == "__main__":

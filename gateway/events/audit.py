@@ -35,7 +35,9 @@ __all__ = [
     "AuditLog",
     "anchor_path",
     "chain_hash",
+    "chained_entry",
     "entry_of",
+    "event_row",
     "open_reader",
     "read_entries",
     "read_tail",
@@ -174,7 +176,7 @@ class AuditLog:
         """
         if self._conn is None:
             raise RuntimeError("AuditLog used outside its `async with` block")
-        rows = [_event_row(event) for event in events]
+        rows = [event_row(event) for event in events]
         async with self._lock:
             return await anyio.to_thread.run_sync(_append_rows, self._conn, rows, durable)
 
@@ -207,7 +209,8 @@ def _open_writer(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _event_row(event: Event) -> dict[str, Any]:
+def event_row(event: Event) -> dict[str, Any]:
+    """The audit columns of ``event`` (its CloudEvent envelope as the body), before chaining."""
     data = event.data
     header = {
         "kind": event.type,
@@ -244,7 +247,7 @@ def _append_rows(
                 entries.append(existing)
                 continue
             seq += 1
-            entry, body = _chained(seq, prev_hash, row)
+            entry, body = chained_entry(seq, prev_hash, row)
             values = (seq, entry.ts, *list(row.values())[:5], body, prev_hash, entry.hash)
             conn.execute(f"INSERT INTO audit ({COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
             entries.append(entry)
@@ -277,7 +280,7 @@ def _write_anchor(conn: sqlite3.Connection, seq: int, hash_: str, durable: bool)
     os.replace(scratch, target)
 
 
-def _chained(seq: int, prev_hash: str, row: dict[str, Any]) -> tuple[AuditEntry, str]:
+def chained_entry(seq: int, prev_hash: str, row: dict[str, Any]) -> tuple[AuditEntry, str]:
     """The entry for ``row`` and its body's canonical JSON, serialised once.
 
     The hash is `chain_hash` of the record; since "body" sorts first among its keys, the

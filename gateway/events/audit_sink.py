@@ -5,17 +5,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Final, Self
+from typing import Final, Protocol, Self
 
 import anyio
 
 from gateway.events import types as event_types
 from gateway.events._tasks import ConsumerTasks
-from gateway.events.audit import AuditLog
+from gateway.events.audit import AuditEntry
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import Event
 
-__all__ = ["AUDITED", "LINGER", "MAX_BATCH", "AuditSink"]
+__all__ = ["AUDITED", "LINGER", "MAX_BATCH", "AuditSink", "AuditWriter"]
 
 logger = logging.getLogger("gateway.events.audit")
 
@@ -27,9 +27,14 @@ AUDITED: Final = (
     "tool.call",
     "tool.result",
     "tool.denied",
+    "tool.rate_limited",
     "tool.approval.*",
     "tool.deferred",
     "tool.pin_*",
+    "resource.read",
+    "resource.denied",
+    "prompt.get",
+    "prompt.denied",
     "lockgate.gap",
 )
 """What `AuditSink` logs by default (a gap entry shows where events were lost)."""
@@ -38,6 +43,29 @@ RETRY_FIRST: Final = 0.2
 RETRY_MAX: Final = 10.0
 DRAIN_TIMEOUT: Final = 5.0
 """Seconds the sink keeps trying to write what it holds when the gateway stops."""
+
+
+class AuditWriter(Protocol):
+    """Where the audit sink appends: the embedded log (`gateway.events.audit.AuditLog`) or the
+    chain replicas share (`gateway.postgres.audit.PostgresAuditLog`)."""
+
+    @property
+    def path(self) -> object:
+        """Where the log is, for messages."""
+        ...
+
+    async def append_events(
+        self, events: Sequence[Event], *, durable: bool = True
+    ) -> list[AuditEntry]: ...
+
+    async def __aenter__(self) -> object: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None: ...
 
 
 class AuditSink:
@@ -66,7 +94,7 @@ class AuditSink:
     def __init__(
         self,
         bus: EventBus,
-        log: AuditLog,
+        log: AuditWriter,
         *,
         patterns: Sequence[str] = AUDITED,
         buffer: int = 10_000,

@@ -4,13 +4,14 @@ anchor."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gateway.events.audit import COLUMNS, GENESIS, anchor_path, chain_hash, entry_of, open_reader
 
-__all__ = ["VerifyReport", "verify"]
+__all__ = ["VerifyReport", "verify", "verify_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,18 +42,35 @@ def verify(path: str | Path) -> VerifyReport:
     """
     conn = open_reader(path)
     try:
-        expected, prev_hash, count = 1, GENESIS, 0
-        for row in conn.execute(f"SELECT {COLUMNS} FROM audit ORDER BY seq"):
-            count += 1
-            problem = _check(row, expected, prev_hash)
-            if problem is not None:
-                return VerifyReport(False, count, problem[0], problem[1], prev_hash)
-            expected, prev_hash = row[0] + 1, row[9]
+        report = verify_rows(conn.execute(f"SELECT {COLUMNS} FROM audit ORDER BY seq"))
     finally:
         conn.close()
-    problem = _against_anchor(path, expected - 1)
+    if not report.ok:
+        return report
+    problem = _against_anchor(path, report.entries)
     if problem is not None:
-        return VerifyReport(False, count, problem[0], problem[1], prev_hash)
+        return VerifyReport(False, report.entries, problem[0], problem[1], report.head_hash)
+    return report
+
+
+def verify_rows(
+    rows: Iterable[Sequence[Any]], *, head: tuple[int, str] | None = None
+) -> VerifyReport:
+    """Recompute the chain of ``rows`` (audit columns, in ``seq`` order); when ``head`` (the
+    recorded ``(seq, hash)`` of the newest entry) is given, the chain must end there."""
+    expected, prev_hash, count = 1, GENESIS, 0
+    for row in rows:
+        count += 1
+        problem = _check(row, expected, prev_hash)
+        if problem is not None:
+            return VerifyReport(False, count, problem[0], problem[1], prev_hash)
+        expected, prev_hash = row[0] + 1, row[9]
+    last = expected - 1
+    if head is not None and head[0] > last:
+        problem_text = f"entries {last + 1} to {head[0]} are missing (the head records {head[0]})"
+        return VerifyReport(False, count, last + 1, problem_text, prev_hash)
+    if head is not None and (head[0] < last or head[1] != prev_hash):
+        return VerifyReport(False, count, last, f"entry {last} differs from the head", prev_hash)
     return VerifyReport(True, count, head_hash=prev_hash)
 
 
@@ -77,14 +95,14 @@ def _against_anchor(path: str | Path, last: int) -> tuple[int, str] | None:
     return None
 
 
-def _check(row: tuple[Any, ...], expected: int, prev_hash: str) -> tuple[int, str] | None:
+def _check(row: Sequence[Any], expected: int, prev_hash: str) -> tuple[int, str] | None:
     seq = row[0]
     if seq != expected:
         return expected, f"entry {expected} is missing (the next entry is {seq})"
     if row[8] != prev_hash:
         return seq, f"entry {seq} does not follow entry {seq - 1} (prev_hash differs)"
     try:
-        entry = entry_of(row)
+        entry = entry_of(tuple(row))
     except ValueError:
         return seq, f"entry {seq} has a body that is not valid JSON"
     if chain_hash(prev_hash, entry.record()) != entry.hash:

@@ -3,6 +3,7 @@
 Call events share ``call_id``, ``tool``, ``server``, ``upstream_tool``, ``principal`` (the id only;
 claims may hold secrets) and ``session_id``. Arguments are masked along the decision's ``redact``
 paths and for credential-looking values; responses and messages for credential-looking values.
+The resource and prompt events are built in `gateway.events.surface`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from gateway.events.model import GAP, RESET, Event
 from gateway.events.redact import mask_values, redact, values_at
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext
+from toolsets.rate_limited import RETRY_AFTER_META
+from toolsets.rates import RateLimit
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -22,9 +25,14 @@ __all__ = [
     "DecisionLike",
     "SimpleDecision",
     "UpstreamState",
+    "approval_break_glass",
     "approval_requested",
     "approval_resolved",
+    "approval_vote",
+    "decision_data",
     "gap",
+    "grant_created",
+    "grant_revoked",
     "pin_accepted",
     "pin_changed",
     "reset",
@@ -32,6 +40,7 @@ __all__ = [
     "tool_call",
     "tool_deferred",
     "tool_denied",
+    "tool_rate_limited",
     "tool_result",
     "tools_changed",
     "upstream_status",
@@ -80,15 +89,28 @@ def _call(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
     return data
 
 
+def _shadow(match: Any) -> dict[str, Any]:
+    """A `ShadowMatch`; ``rate_limited`` when its limit would have refused the call."""
+    data = {"rule_id": match.rule_id, "effect": match.effect, "reason": redact(match.reason)}
+    if match.retry_after is not None:
+        data["rate_limited"] = {"limit": match.limit.to_json(), "retry_after": match.retry_after}
+    return data
+
+
 def _decision(decision: DecisionLike) -> dict[str, Any]:
     data: dict[str, Any] = {"effect": decision.effect, "rule_id": decision.rule_id}
     shadow = getattr(decision, "shadow", ())  # what shadow rules would have decided, if any
     if shadow:
-        data["shadow"] = [
-            {"rule_id": match.rule_id, "effect": match.effect, "reason": redact(match.reason)}
-            for match in shadow
-        ]
+        data["shadow"] = [_shadow(match) for match in shadow]
+    grant = getattr(decision, "grant", None)  # a standing grant answered the ``ask``
+    if grant is not None:
+        data["grant"] = grant
     return data
+
+
+def decision_data(decision: DecisionLike) -> dict[str, Any]:
+    """A decision as events carry it (``effect``, ``rule_id``, shadow matches, grant)."""
+    return _decision(decision)
 
 
 def _with_args(
@@ -149,6 +171,24 @@ def tool_denied(
     return Event(type="tool.denied", data=data)
 
 
+def tool_rate_limited(
+    tool: ToolDef,
+    ctx: CallContext,
+    args: Mapping[str, Any],
+    decision: DecisionLike,
+    *,
+    limit: RateLimit,
+    result: ToolResult,
+) -> Event:
+    """``tool.rate_limited``: the policy allowed the call but ``limit`` refused it (it never
+    ran); ``message`` is what the model reads, ``retry_after`` the seconds it was told."""
+    data = _with_args(tool, ctx, args, decision)
+    data["message"] = result.first_text()
+    data["limit"] = limit.to_json()
+    data["retry_after"] = (result.meta or {}).get(RETRY_AFTER_META)
+    return Event(type="tool.rate_limited", data=data)
+
+
 def approval_requested(
     tool: ToolDef,
     ctx: CallContext,
@@ -177,8 +217,10 @@ def approval_resolved(
     decided_by: str,
     channel: str,
     message: str | None = None,
+    grant: str | None = None,
 ) -> Event:
-    """``tool.approval.resolved``: ``decision`` is approve/deny/edit/respond/expired/cancelled."""
+    """``tool.approval.resolved``: ``decision`` is approve/deny/edit/respond/expired/cancelled;
+    ``grant``: the grant the approval made, if any."""
     data = _call(tool, ctx)
     data.update(
         approval_id=approval_id,
@@ -187,7 +229,58 @@ def approval_resolved(
         channel=channel,
         message=None if message is None else redact(message),
     )
+    if grant is not None:
+        data["grant"] = grant
     return Event(type="tool.approval.resolved", data=data)
+
+
+def approval_vote(
+    tool: ToolDef,
+    ctx: CallContext,
+    *,
+    approval_id: str,
+    by: str,
+    channel: str,
+    stage: int,
+    votes: int,
+    needed: int,
+    stages: int,
+) -> Event:
+    """``tool.approval.vote``: one approving vote of a staged approval that did not decide it
+    (``votes`` of the ``needed`` in stage ``stage``, 0-based, of ``stages``)."""
+    data = _call(tool, ctx)
+    data.update(approval_id=approval_id, by=by, channel=channel, stage=stage, votes=votes)
+    data.update(needed=needed, stages=stages)
+    return Event(type="tool.approval.vote", data=data)
+
+
+def approval_break_glass(
+    tool: ToolDef,
+    ctx: CallContext,
+    *,
+    approval_id: str,
+    by: str,
+    reason: str,
+    channel: str,
+    skipped: int,
+) -> Event:
+    """``tool.approval.break_glass``: ``by`` approved at once, giving ``reason``, skipping
+    ``skipped`` stages still undecided (0 for a call without stages)."""
+    data = _call(tool, ctx)
+    data.update(approval_id=approval_id, by=by, reason=redact(reason), channel=channel)
+    data.update(skipped_stages=skipped)
+    return Event(type="tool.approval.break_glass", data=data)
+
+
+def grant_created(grant: Mapping[str, Any]) -> Event:
+    """``tool.grant.created``: an approval made a standing grant (its JSON; see
+    `gateway.approvals.grants.Grant`)."""
+    return Event(type="tool.grant.created", data=dict(grant))
+
+
+def grant_revoked(grant: Mapping[str, Any]) -> Event:
+    """``tool.grant.revoked``: an approver revoked a grant (``revoked_by`` says who)."""
+    return Event(type="tool.grant.revoked", data=dict(grant))
 
 
 def tool_deferred(

@@ -117,6 +117,13 @@ class _Permanent(Exception):
     """A failure that retrying will not fix."""
 
 
+class Claim(Protocol):
+    """Whether this process delivers ``event`` to the webhook at ``url`` (replicas share the
+    work: see `gateway.postgres.webhook_claims`)."""
+
+    async def __call__(self, event: Event, url: str) -> bool: ...
+
+
 class WebhookSink:
     """Delivers events to each configured webhook, one delivery task per webhook.
 
@@ -129,6 +136,7 @@ class WebhookSink:
         configs: The webhooks.
         metrics: Told about retries and given-up events.
         drain_timeout: Seconds allowed on exit to deliver what is queued.
+        claim: Asked before each delivery when replicas share the events (None: deliver all).
     """
 
     def __init__(
@@ -138,9 +146,10 @@ class WebhookSink:
         *,
         metrics: FailureCounter | None = None,
         drain_timeout: float = 5.0,
+        claim: Claim | None = None,
     ) -> None:
         self._configs = tuple(configs)
-        self._metrics = metrics
+        self._metrics, self._claim = metrics, claim
         self._tasks = ConsumerTasks(bus, drain_timeout=drain_timeout)
         self._client = httpx2.AsyncClient(follow_redirects=False, trust_env=False)
 
@@ -148,7 +157,7 @@ class WebhookSink:
         await self._client.__aenter__()
         await self._tasks.__aenter__()
         for config in self._configs:
-            consumer = _Delivery(config, self._client, self._metrics).run
+            consumer = _Delivery(config, self._client, self._metrics, self._claim).run
             name = f"webhook:{config.host}"
             await self._tasks.add(config.events, consumer, name=name, buffer=config.queue)
         return self
@@ -169,13 +178,19 @@ class _Delivery:
     """Delivers one webhook's events in order."""
 
     def __init__(
-        self, config: WebhookConfig, client: httpx2.AsyncClient, metrics: FailureCounter | None
+        self,
+        config: WebhookConfig,
+        client: httpx2.AsyncClient,
+        metrics: FailureCounter | None,
+        claim: Claim | None,
     ) -> None:
-        self.config, self.client, self.metrics = config, client, metrics
+        self.config, self.client, self.metrics, self.claim = config, client, metrics, claim
         self.key = config.key()
 
     async def run(self, subscription: Subscription) -> None:
         async for event in subscription:
+            if self.claim is not None and not await self.claim(event, self.config.url):
+                continue  # another replica delivers it
             if not await self.deliver(event):
                 logger.error(
                     "webhook %s: gave up on event %s (%s)", self.config.host, event.id, event.type

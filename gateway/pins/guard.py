@@ -145,6 +145,12 @@ class ToolPins:
         log.warning("%s: new definition %s accepted by %s", name, pin[:12], by.id)
         return accepted
 
+    async def reload(self) -> None:
+        """Forget the pins read so far: the next review reads the store again (another replica
+        sharing it accepted a definition)."""
+        async with self._lock:
+            self._pins, self._version = None, self._version + 1
+
     async def _loaded(self) -> dict[tuple[str, str], PinRecord]:
         if self._pins is None:
             self._pins = {p.key: p for p in await self.store.load()}

@@ -9,14 +9,19 @@ from gateway.scripts.source import read_source
 from gateway.scripts.toolset import ScriptHost, ScriptToolset
 from policies.decider import SessionSource
 
-__all__ = ["script_hooks", "script_host", "script_toolset"]
+__all__ = ["has_scripts", "script_hooks", "script_host", "script_toolset"]
+
+
+def has_scripts(config: GatewayConfig) -> bool:
+    """Whether the config has scripts or hooks (they read and set session variables)."""
+    return bool(config.hooks) or any(s.transport == "script" for s in config.enabled_servers())
 
 
 def script_host(config: GatewayConfig, sessions: SessionSource) -> ScriptHost | None:
     """The sandbox and what runs need, when the config has scripts or hooks (else no workers)."""
-    servers = [s for s in config.enabled_servers() if s.transport == "script"]
-    if not servers and not config.hooks:
+    if not has_scripts(config):
         return None
+    servers = [s for s in config.enabled_servers() if s.transport == "script"]
     timeouts = [s.limits.timeout for server in servers for s in server.scripts]
     longest = max([*timeouts, *(h.limits.timeout for h in config.hooks)])
     return ScriptHost(Sandbox(config.sandbox, longest=longest), sessions)

@@ -75,6 +75,10 @@ class SessionBook:
         key = session_key(ctx)
         self._dirty[key] = self.get(ctx)
 
+    async def settle(self, ctx: CallContext) -> None:
+        """A call of ``ctx``'s session was answered: here nothing (written behind); a book
+        shared by replicas saves it now (`gateway.postgres.session_book`)."""
+
     def _keep(self, key: str, state: SessionState) -> None:
         self._states[key] = state
         while len(self._states) > self._limit:

@@ -99,11 +99,12 @@ async def record_traffic(config: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def audit(tmp_path_factory: pytest.TempPathFactory) -> Path:
+async def audit(tmp_path_factory: pytest.TempPathFactory, anyio_backend: str) -> Path:
     """An audit log holding `TRAFFIC` as a real gateway recorded it (the gateway stopped, so
-    the log is complete)."""
+    the log is complete). Recorded on the anyio plugin's runner, never by ``anyio.run``: that
+    fails while a wider-scoped async fixture of another suite holds the runner."""
     directory = tmp_path_factory.mktemp("replay")
-    anyio.run(record_traffic, crm_gateway(directory))
+    await record_traffic(crm_gateway(directory))
     return directory / "audit.db"
 
 

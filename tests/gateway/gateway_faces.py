@@ -39,6 +39,8 @@ ECHO_TOOLS = frozenset(
         "flood_list_changed",
         "lists_served",
         "rug_pull",
+        "write_note",
+        "add_prompt",
     }
 )
 DOWNSTREAM_AUTHORIZATION = "Bearer downstream-client-secret"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 from gateway_faces import Face, text_of
 from mcp import Client
@@ -68,3 +69,29 @@ async def test_the_example_script_tool_summarises_the_tickets(client: Client) ->
     assert not result.is_error
     assert result.structured_content is not None
     assert "Welcome to lockgate" in result.structured_content["titles"]
+
+
+async def test_the_example_servers_serve_resources_prompts_and_completions(
+    client: Client, face: Face
+) -> None:
+    name = f"resource-{face.transport}-{face.mode}.md"
+    await client.call_tool("files__write_file", {"path": name, "content": "# hi\n"})
+    templates = {
+        t.name: t.uri_template for t in (await client.list_resource_templates()).resource_templates
+    }
+    file = templates["file"].replace("{+path}", name)
+    ref = types.ResourceTemplateReference(type="ref/resource", uri=templates["file"])
+
+    read = (await client.read_resource(file)).contents[0]
+    paths = (await client.complete(ref, {"name": "path", "value": "resource-"})).completion.values
+    review = await client.get_prompt("files__review_file", {"path": name})
+    ticket = await client.read_resource(templates["ticket"].replace("{id}", "1"))
+
+    assert templates["file"].startswith("lockgate://files/file:///")
+    assert templates["ticket"] == "lockgate://tickets/tickets://ticket/{id}"
+    assert isinstance(read, types.TextResourceContents)
+    assert read.text == "# hi\n"
+    assert name in paths
+    assert isinstance(review.messages[1].content, types.EmbeddedResource)
+    assert review.messages[1].content.resource.uri == file
+    assert ticket.contents[0].uri == "lockgate://tickets/tickets://ticket/1"

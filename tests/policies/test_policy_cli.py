@@ -88,6 +88,10 @@ def test_explain_json_with_principal_roles_and_server(capsys: pytest.CaptureFixt
         "expires": 900.0,
         "hold": 50.0,
         "decisions": ["approve", "deny"],
+        "grants": ["once"],
+        "grant_max": 3600.0,
+        "stages": [],
+        "break_glass": [],
     }
     assert [m["id"] for m in explained["matched"]] == ["purge-needs-security"]
     assert explained["files"] == [str(DEFAULT_POLICY)]
@@ -193,5 +197,5 @@ def test_the_module_reports_errors_without_a_traceback() -> None:
     assert result.returncode == 1
     assert result.stderr == (
         f"{bad}:5:5: rules.0.unless: unknown CEL variable 'user' "
-        "(allowed: args, principal, session, tool)\n"
+        "(allowed: args, principal, prompt, resource, session, tool)\n"
     )

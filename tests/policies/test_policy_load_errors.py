@@ -107,5 +107,5 @@ def test_a_variable_named_like_a_macro_argument_inside_a_string_is_still_unknown
     rule = {"id": "r", "when": 'x == "a.exists(x, true)"', "effect": "deny"}
     policy.write_text(yaml.safe_dump({"version": 1, "rules": [rule]}), encoding="utf-8")
     assert [i.message for i in load_issues(policy)] == [
-        "unknown CEL variable 'x' (allowed: args, principal, session, tool)"
+        "unknown CEL variable 'x' (allowed: args, principal, prompt, resource, session, tool)"
     ]

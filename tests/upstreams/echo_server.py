@@ -1,7 +1,8 @@
-"""A test upstream MCP server: echo, progress, cancellation, errors, list_changed, era guards.
+"""A test upstream MCP server: echo, progress, cancellation, errors, list_changed, era guards;
+resources (one fixed, notes a tool writes, a template), a prompt with arguments, completions.
 
 Run as ``python tests/upstreams/echo_server.py [--era dual|legacy|modern] [--http PORT]
-[--name NAME] [--tools N]``; stdio by default.
+[--name NAME] [--tools N] [--resources N]``; stdio by default.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import uvicorn
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
+from mcp.server.mcpserver.resources import FunctionResource, TextResource
 from mcp.server.runner import serve_loop
 from mcp.server.sse import SseServerTransport
 from mcp.server.stdio import stdio_server
@@ -29,6 +32,9 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 ECHO = types.ToolAnnotations(readOnlyHint=True, destructiveHint=False)
+NOTIFICATIONS = NotificationOptions(
+    tools_changed=True, resources_changed=True, prompts_changed=True
+)
 
 
 def era_guard(era: str) -> Any:
@@ -61,10 +67,15 @@ RUG_PULLS: dict[str, dict[str, Any]] = {
 
 
 def build(
-    name: str = "echo", era: str = "dual", extra_tools: int = 0, rug: str | None = None
+    name: str = "echo",
+    era: str = "dual",
+    extra_tools: int = 0,
+    rug: str | None = None,
+    resources: int = 0,
 ) -> MCPServer:
     """The test server; ``extra_tools`` adds that many tools with realistic schemas; ``rug``
-    starts with the ``weather`` tool changed (see `RUG_PULLS`)."""
+    starts with the ``weather`` tool changed (see `RUG_PULLS`); ``resources`` adds that many
+    fixed resources (``echo://items/NNN``)."""
     server = MCPServer(name, version="1.0", log_level="WARNING")
     cancelled = anyio.Event()
     state: dict[str, Any] = {"added": 0, "lists": 0, "list_delay": 0.0, "rug": rug}
@@ -174,9 +185,119 @@ def build(
     server.list_tools = list_tools  # type: ignore[method-assign]
     for index in range(extra_tools):
         _add_realistic(server, index)
+    _add_surface(server, name, resources)
     if era != "dual":
         server._lowlevel_server.middleware.insert(0, era_guard(era))
     return server
+
+
+STYLES = ("short", "detailed", "bullet points")
+"""The values the ``summarize`` prompt's ``style`` argument completes to."""
+
+
+def _add_surface(server: MCPServer, name: str, resources: int) -> None:
+    """Resources, a template, a prompt and completions; ``write_note`` changes a note (and
+    announces it: resources/updated, and resources/list_changed for a new one), ``add_prompt``
+    adds a prompt (prompts/list_changed). A 2025-11-25 client may ``resources/subscribe``."""
+    notes: dict[str, str] = {}
+    subscribed: set[str] = set()
+    prompts_added = [0]
+
+    def add_note(note: str, text: str) -> None:
+        if note in notes:
+            notes[note] = text
+            return
+        notes[note] = text
+        resource = FunctionResource.from_function(
+            lambda: notes[note], uri=f"echo://notes/{note}", name=note, mime_type="text/plain"
+        )
+        server.add_resource(resource)
+
+    add_note("welcome", f"Welcome to {name}.")
+
+    @server.resource("echo://readme", name="readme", title="Read me", mime_type="text/plain")
+    def readme() -> str:
+        """What this server is."""
+        return f"The {name} test server."
+
+    @server.resource("echo://notes/{note}", name="note", mime_type="text/plain")
+    def note(note: str) -> str:
+        """A note, by name."""
+        if note not in notes:
+            raise ResourceNotFoundError(f"no note {note!r}")
+        return notes[note]
+
+    for index in range(resources):
+        uri = f"echo://items/{index:03d}"
+        server.add_resource(TextResource(uri=uri, name=f"item-{index:03d}", text=f"item {index}"))
+
+    @server.tool(structured_output=False)
+    async def write_note(note: str, text: str, ctx: Context) -> list[types.ContentBlock]:
+        """Write a note (a resource); returns a link to it."""
+        new, uri = note not in notes, f"echo://notes/{note}"
+        add_note(note, text)
+        if ctx.request_context.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await ctx.notify_resource_updated(uri)
+            if new:
+                await ctx.notify_resources_changed()
+        else:
+            session = ctx.request_context.session
+            if uri in subscribed:
+                await session.send_resource_updated(uri)
+            if new:
+                await session.send_resource_list_changed()
+        link = types.ResourceLink(type="resource_link", uri=uri, name=note, mime_type="text/plain")
+        return [types.TextContent(type="text", text=f"wrote {note}"), link]
+
+    @server.tool()
+    async def add_prompt(ctx: Context) -> str:
+        """Add a prompt and announce prompts/list_changed."""
+        prompts_added[0] += 1
+        added = f"extra_prompt_{prompts_added[0]}"
+        server.add_prompt(Prompt.from_function(lambda: "An added prompt.", name=added))
+        if ctx.request_context.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await ctx.notify_prompts_changed()
+        else:
+            await ctx.request_context.session.send_prompt_list_changed()
+        return added
+
+    @server.prompt(name="summarize", title="Summarize a note")
+    def summarize(note: str, style: str = "short") -> list[Message]:
+        """Ask for a summary of a note, which travels embedded (and linked)."""
+        contents = types.TextResourceContents(
+            uri=f"echo://notes/{note}", text=notes.get(note, ""), mime_type="text/plain"
+        )
+        link = types.ResourceLink(type="resource_link", uri="echo://readme", name="readme")
+        return [
+            UserMessage(f"Summarize the note {note!r}, {style}."),
+            UserMessage(types.EmbeddedResource(type="resource", resource=contents)),
+            UserMessage(link),
+        ]
+
+    @server.completion()
+    async def complete(
+        ref: types.PromptReference | types.ResourceTemplateReference,
+        argument: types.CompletionArgument,
+        context: types.CompletionContext | None,
+    ) -> types.Completion:
+        options = STYLES if argument.name == "style" else tuple(sorted(notes))
+        return types.Completion(values=[o for o in options if o.startswith(argument.value)])
+
+    async def subscribe(
+        ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        subscribed.add(params.uri)
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        subscribed.discard(params.uri)
+        return types.EmptyResult()
+
+    low: Server[Any] = server._lowlevel_server
+    low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+    low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
 
 
 def _add_realistic(server: MCPServer, index: int) -> None:
@@ -194,7 +315,7 @@ def _add_realistic(server: MCPServer, index: int) -> None:
 
 async def _serve_stdio(server: MCPServer, era: str) -> None:
     low: Server[Any] = server._lowlevel_server
-    options = low.create_initialization_options(NotificationOptions(tools_changed=True))
+    options = low.create_initialization_options(NOTIFICATIONS)
     async with stdio_server() as (read, write):
         if era == "legacy":
             async with low.lifespan(low) as state:
@@ -212,7 +333,7 @@ def _sse_app(server: MCPServer, era: str) -> Starlette:
     if era != "legacy":
         return server.sse_app()
     low: Server[Any] = server._lowlevel_server
-    options = low.create_initialization_options(NotificationOptions(tools_changed=True))
+    options = low.create_initialization_options(NOTIFICATIONS)
     sse = SseServerTransport("/messages/")
 
     async def handle_sse(request: Request) -> Response:
@@ -238,11 +359,12 @@ def main() -> None:
     parser.add_argument("--name", default="echo")
     parser.add_argument("--tools", type=int, default=0, help="extra realistic tools")
     parser.add_argument("--rug", choices=sorted(RUG_PULLS), help="start with weather changed")
+    parser.add_argument("--resources", type=int, default=0, help="extra fixed resources")
     parser.add_argument(
         "--stderr-flood", type=int, default=0, help="write this many MiB to stderr first"
     )
     args = parser.parse_args()
-    server = build(args.name, args.era, args.tools, args.rug)
+    server = build(args.name, args.era, args.tools, args.rug, args.resources)
     line = "flood " + "x" * 4090 + "\n"  # 4 KiB lines
     for _ in range(args.stderr_flood * 256):
         sys.stderr.write(line)
