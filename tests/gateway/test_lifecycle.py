@@ -22,6 +22,7 @@ from support import echo_upstream, free_port, write_config
 
 STOPPED_WITHIN = 2.0
 """The issue's bound on stopping: SIGTERM or end of input, at any moment."""
+pytestmark = pytest.mark.serial  # stop-time limits: run alone, not beside another worker
 
 
 @pytest.fixture
