@@ -184,6 +184,7 @@ def _sandbox_workers() -> list[int]:
     return workers
 
 
+@pytest.mark.serial  # kills every sandbox worker on the machine: none of another worker's
 async def test_a_crashed_worker_is_replaced_and_the_next_run_works(tmp_path: Path) -> None:
     loop = "def run():\n    while True:\n        pass\n"
     config = scripts_config(tmp_path, {"loop": loop, "counter": COUNTER}, limits={"timeout": 10})
