@@ -37,6 +37,7 @@ __all__ = [
     "chain_hash",
     "chained_entry",
     "entry_of",
+    "entry_time",
     "event_row",
     "open_reader",
     "read_entries",
@@ -280,14 +281,18 @@ def _write_anchor(conn: sqlite3.Connection, seq: int, hash_: str, durable: bool)
     os.replace(scratch, target)
 
 
+def entry_time() -> str:
+    """The ``ts`` of an entry made now: RFC 3339 UTC with microseconds."""
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
 def chained_entry(seq: int, prev_hash: str, row: dict[str, Any]) -> tuple[AuditEntry, str]:
     """The entry for ``row`` and its body's canonical JSON, serialised once.
 
     The hash is `chain_hash` of the record; since "body" sorts first among its keys, the
     record's canonical JSON is the body's JSON spliced before the other fields'.
     """
-    ts = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    record: dict[str, Any] = {"seq": seq, "ts": ts} | row
+    record: dict[str, Any] = {"seq": seq, "ts": entry_time()} | row
     body = canonical_json(row["body"])
     rest = canonical_json({k: v for k, v in record.items() if k != "body"})
     digest = hashlib.sha256(prev_hash.encode() + b'{"body":' + body + b"," + rest[1:])

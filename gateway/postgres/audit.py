@@ -1,10 +1,14 @@
 """`PostgresAuditLog`: one hash-chained audit log shared by every replica.
 
-An append is one transaction: lock the head row (``audit_head``, ``FOR UPDATE``), skip events
-already logged, chain the new entries from the head's hash, insert them and move the head. The
-row lock is the chain's only serialisation point; it is held for one batch, and batches come
-from the replicas' audit sinks, off the call path (decisions that must be on record first are
-single small batches: see `gateway.events.audit_sink.AuditSink.write_through`).
+An append is one statement (``append_audit``, see `gateway.postgres.event_tables`): it locks
+the head row (``audit_head``, ``FOR UPDATE``), chains the new entries from the head's hash,
+inserts them and moves the head. The client serialises each entry's record around its ``seq``
+(`_parts`), so the server only splices in the ``seq`` and hashes. When one of the events is
+logged already (an append whose answer was lost), the append is one transaction here instead:
+lock the head, skip what is logged, chain and insert the rest. The row lock is the chain's only
+serialisation point; it is held for one batch, and batches come from the replicas' audit
+sinks, off the call path (decisions that must be on record first are single small batches:
+see `gateway.events.audit_sink.AuditSink.write_through`).
 
 Entries are the embedded log's (`gateway.events.audit`), hashed the same way, so
 `lockgate audit verify` checks either.
@@ -21,21 +25,30 @@ from gateway.events.audit import (
     AuditEntry,
     chained_entry,
     entry_of,
+    entry_time,
     event_row,
 )
 from gateway.events.audit_verify import VerifyReport, verify_rows
 from gateway.events.model import Event
 from gateway.postgres.database import Conn, Database
+from toolsets.canonical import canonical_json
 
 __all__ = ["PostgresAuditLog", "verify_database"]
 
+_APPEND: Final = """SELECT head_seq, head_hash, hashes, logged FROM append_audit($1,
+    $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+    $9::text[], $10::text[])"""
+_SEQ: Final = -7_777_777_777_777_777
+"""Stands for the ``seq`` while a record is serialised (`_parts`)."""
+_SEQ_KEY: Final = b'"seq":%d' % _SEQ
 _HEAD: Final = """SELECT seq, hash,
         set_config('synchronous_commit',
             CASE WHEN $1 THEN current_setting('synchronous_commit') ELSE 'off' END, true),
-        EXISTS (SELECT 1 FROM audit WHERE event_id = ANY($2::text[])) AS logged
+        EXISTS (SELECT FROM unnest($2::text[]) AS i (id) JOIN audit ON event_id = i.id) AS logged
     FROM audit_head WHERE one = 1 FOR UPDATE"""
 """The head, locked; without ``$1`` (durable) the commit does not wait for the WAL flush; and
-whether one of the events ``$2`` is logged already (an append whose answer was lost)."""
+whether one of the events ``$2`` is logged already (an append whose answer was lost): one
+index lookup per id (``event_id = ANY($2)`` under EXISTS may scan the whole table)."""
 _INSERT: Final = f"""WITH added AS (INSERT INTO audit ({COLUMNS}) SELECT * FROM unnest(
         $1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
         $8::text[], $9::text[], $10::text[]))
@@ -81,7 +94,8 @@ class PostgresAuditLog:
         rows = [event_row(event) for event in events]
 
         async def work(conn: Conn) -> list[AuditEntry]:
-            return await _append_rows(conn, rows, durable)
+            chained = await _append_chained(conn, rows, durable)
+            return chained if chained is not None else await _append_rows(conn, rows, durable)
 
         return await self._database.run(work)
 
@@ -109,6 +123,38 @@ class PostgresAuditLog:
             return [entry_of(tuple(row)) for row in rows]
 
         return await self._database.run(work)
+
+
+async def _append_chained(
+    conn: Conn, rows: Sequence[dict[str, Any]], durable: bool
+) -> list[AuditEntry] | None:
+    """Append ``rows`` in one statement; None (nothing written) when one is logged already."""
+    ts = entry_time()
+    parts = [_parts(row, ts) for row in rows]
+    columns = [[row[key] for row in rows] for key in ("kind", "call_id", "principal", "tool")]
+    events = [row["event_id"] for row in rows]
+    found = await conn.fetchrow(
+        _APPEND, durable, [ts] * len(rows), *columns, events, *map(list, zip(*parts, strict=True))
+    )
+    assert found is not None  # a function with OUT parameters returns one row
+    if found["logged"]:
+        return None
+    seq, prev_hash = int(found["head_seq"]), str(found["head_hash"])
+    entries: list[AuditEntry] = []
+    for row, digest in zip(rows, found["hashes"], strict=True):
+        seq += 1
+        entries.append(AuditEntry(seq=seq, ts=ts, **row, prev_hash=prev_hash, hash=digest))
+        prev_hash = digest
+    return entries
+
+
+def _parts(row: dict[str, Any], ts: str) -> tuple[str, str, str]:
+    """The body's canonical JSON, and what the record's canonical JSON has between the body
+    and the ``seq`` and after it (see `gateway.events.audit.chained_entry`)."""
+    body = canonical_json(row["body"])
+    rest = canonical_json({"seq": _SEQ, "ts": ts} | {k: v for k, v in row.items() if k != "body"})
+    before, after = rest[1:].split(_SEQ_KEY)  # strings escape '"': the key occurs once
+    return body.decode(), "," + before.decode() + '"seq":', after.decode()
 
 
 async def _append_rows(

@@ -3,18 +3,25 @@ every replica's events back, in one order, into a bus of its own.
 
 `EventLog` runs two tasks for the life of its ``async with`` block:
 
-- the writer reads the replica's own bus and appends its events in batches (one transaction
+- the writer reads the replica's own bus and appends its events in batches (one statement
   each, see `gateway.postgres.event_tables` for why rows commit in ``seq`` order), then
   ``NOTIFY``s; a batch the database refused is held and tried again (bounded; what is dropped
-  is logged with a count);
-- the reader waits for a notification (or a reconnect) and publishes, in ``seq`` order, every
-  row it has not published yet into `EventLog.feed`, a separate `EventBus` whose ring holds
-  the last events of the whole cluster. Its own rows it takes back as the events it wrote
-  (the same instances; only other replicas' bodies are read and parsed). At start it
-  preloads that ring from the table, so a client resuming with ``Last-Event-ID`` on any
-  replica gets the same replay.
+  is logged with a count). The append answers with the rows this replica has not read yet,
+  the other replicas' before its own, and the writer publishes them: a busy replica reads as
+  it appends;
+- the reader, told by a notification that another replica appended (or by a reconnect),
+  waits `_LINGER` for the writer to bring those rows, then reads what is still missing.
+
+Both publish, in ``seq`` order, every row not published yet into `EventLog.feed`, a separate
+`EventBus` whose ring holds the last events of the whole cluster. A replica takes its own
+rows back as the events it wrote (the same instances; only other replicas' bodies are read
+and parsed). At start it preloads that ring from the table, so a client resuming with
+``Last-Event-ID`` on any replica gets the same replay. An event reaches the other replicas'
+feeds within about two `_LINGER`s.
 
 The feed is what SSE subscribers and webhooks read. The table keeps the last ``keep`` events.
+Appends commit without waiting for the WAL flush (the audit chain, not this stream, is the
+durable record; see `gateway.postgres.event_tables`).
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import secrets
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Final, Self
+from typing import Final, Self, TypeAlias
 
 import anyio
 from anyio.abc import TaskStatus
@@ -40,8 +48,8 @@ __all__ = ["EventLog"]
 log = logging.getLogger("lockgate.postgres")
 
 _LINGER: Final = 0.02
-"""Seconds an event waits for others to share its append (and its round trip, and the other
-replicas' reads): what the cluster's stream lags behind a replica's own bus, at most."""
+"""Seconds an event waits for others to share its append, and a notification for the writer's
+next append to bring the rows it announces (before the reader reads them)."""
 _BATCH: Final = 500
 _HELD_MAX: Final = 10_000
 _TRIM_EVERY: Final = 1000
@@ -51,6 +59,10 @@ _RETRY_MAX: Final = 5.0
 _READ: Final = """SELECT seq, id, CASE WHEN replica <> $3 THEN body::text END FROM events
     WHERE seq > $1 ORDER BY seq LIMIT $2"""
 """The rows after ``$1``; the bodies of other replicas' only (``$3``: this replica)."""
+_APPEND: Final = """SELECT row_seq, row_id, row_body
+    FROM append_events($1::text[], $2, $3::json[], $4, $5, $6, $7)"""
+Row: TypeAlias = tuple[int, str, str | None]
+"""``(seq, id, body)``; no body for this replica's rows."""
 
 
 class EventLog:
@@ -77,7 +89,10 @@ class EventLog:
         self._keep, self._ring_size = keep, ring_size
         self.feed = EventBus(bus.source, ring_size=ring_size)
         self._channel = f"{database.settings.schema}_events"
+        self._tag = secrets.token_hex(8)  # names this log's appends in notifications
         self._last = 0
+        self._announced = 0  # the last seq another replica's notification announced
+        self._reread = False  # read whatever there is (after a reconnect, or a long answer)
         self._wake = anyio.Event()
         self._held: list[Event] = []
         self._mine: dict[str, Event] = {}  # appended (or being appended), not read back yet
@@ -96,7 +111,7 @@ class EventLog:
                 self._database,
                 self._channel,
                 on_notify=self._notified,
-                on_connect=self._wake.set,
+                on_connect=self._read_all,
                 liveness_key=new_liveness_key(),
             )
             await group.start(notifications.run)
@@ -171,9 +186,11 @@ class EventLog:
             log.error("event log: %d events dropped while the database was away", excess)
         while self._held:
             batch = self._held[:_BATCH]
-            appended = await self._database.run(functools.partial(self._append, batch=batch))
+            rows = await self._database.run(functools.partial(self._append, batch=batch))
             del self._held[: len(batch)]
-            self._publish_own(*appended)
+            await self._publish(rows)
+            if len(rows) == _BATCH:  # more than one answer holds: the reader reads the rest
+                self._read_all()
             self._written += len(batch)
             if self._written >= _TRIM_EVERY:
                 self._written = 0
@@ -185,29 +202,19 @@ class EventLog:
                 self._held.append(event)
                 self._mine[event.id] = event
 
-    async def _append(self, conn: Conn, *, batch: list[Event]) -> tuple[int, int, list[str]]:
+    async def _append(self, conn: Conn, *, batch: list[Event]) -> list[Row]:
         # A batch tried again after a lost connection may have committed: ids are unique.
-        row = await conn.fetchrow(
-            "SELECT before, after, added FROM append_events($1::text[], $2, $3::jsonb[], $4)",
+        rows = await conn.fetch(
+            _APPEND,
             [e.id for e in batch],
             self._replica,
             [e.json_bytes.decode() for e in batch],
             self._channel,
+            self._tag,
+            self._last,
+            _BATCH,
         )
-        assert row is not None  # a function with OUT parameters returns one row
-        return int(row[0]), int(row[1]), list(row[2])
-
-    def _publish_own(self, before: int, after: int, added: list[str]) -> None:
-        """Publish the rows just appended (``added``, in ``seq`` order) when the feed holds
-        everything up to ``before``: no other replica's row is between, nothing to read. Else
-        the reader publishes them with the rows before them (its notification wakes it)."""
-        if before != self._last:
-            return
-        for key in added:
-            event = self._mine.pop(key, None)
-            if event is not None:
-                self.feed.publish(event)
-        self._last = after
+        return [(int(r[0]), str(r[1]), r[2]) for r in rows]
 
     async def _trim(self, conn: Conn) -> None:
         await conn.execute(
@@ -220,41 +227,57 @@ class EventLog:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
+            await anyio.sleep(_LINGER)  # the writer's next append may bring the rows
+            if not self._reread and self._announced <= self._last:
+                continue
+            self._reread = False
             try:
                 while await self._read_some():
                     pass
-            except StoreUnavailable as exc:
+            except StoreUnavailable as exc:  # the reconnect (``on_connect``) wakes it again
                 log.warning("event log not read (%s); waiting for the database", exc)
 
     def _notified(self, payload: str) -> None:
-        """A replica appended rows up to ``seq`` ``payload``: read unless published already."""
-        try:
-            if int(payload) <= self._last:
-                return
-        except ValueError:
-            pass
+        """Rows up to ``seq`` N were appended (``payload``: ``"N tag"``): read them unless this
+        log appended them (its writer took them) or published them already."""
+        last, _, tag = payload.partition(" ")
+        if tag == self._tag:
+            return
+        if not last.isdigit():
+            self._read_all()
+        elif int(last) > self._last:
+            self._announced = max(self._announced, int(last))
+            self._wake.set()
+
+    def _read_all(self) -> None:
+        self._reread = True
         self._wake.set()
 
     async def _read_some(self) -> bool:
         """Publish the next rows after the last one seen; False when there were none."""
 
-        async def work(conn: Conn) -> list[tuple[int, str, str | None]]:
+        async def work(conn: Conn) -> list[Row]:
             rows = await conn.fetch(_READ, self._last, _BATCH, self._replica)
             return [(int(r[0]), str(r[1]), r[2]) for r in rows]
 
         rows = await self._database.run(work)
+        await self._publish(rows)
+        return len(rows) == _BATCH
+
+    async def _publish(self, rows: list[Row]) -> None:
+        """Publish ``rows`` (in ``seq`` order) past the last one published: the writer and the
+        reader both do, so each skips what the other published meanwhile."""
         own = [key for seq, key, body in rows if body is None and seq > self._last]
         unheld = [key for key in own if key not in self._mine]
         bodies = await self._database.run(functools.partial(_bodies, ids=unheld)) if unheld else {}
         for seq, key, body in rows:
-            if seq <= self._last:  # the writer published it meanwhile
+            if seq <= self._last:
                 continue
             # A row of this replica (no body read) is the event it wrote.
             event = (self._mine.pop(key, None) or bodies.get(key)) if body is None else _event(body)
             if event is not None:
                 self.feed.publish(event)
             self._last = seq
-        return len(rows) == _BATCH
 
 
 async def _bodies(conn: Conn, *, ids: list[str]) -> dict[str, Event]:

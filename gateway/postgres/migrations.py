@@ -43,9 +43,11 @@ _V1: Final = (
     """CREATE TABLE tool_pins (
         server text NOT NULL, tool text NOT NULL, record jsonb NOT NULL,
         PRIMARY KEY (server, tool))""",
+    # ``json``, not ``jsonb``: a session's state is written and read whole, often (see
+    # `gateway.postgres.session_book`), and never queried inside.
     """CREATE TABLE sessions (
         key text PRIMARY KEY, version bigint NOT NULL,
-        updated_at double precision NOT NULL, state jsonb NOT NULL)""",
+        updated_at double precision NOT NULL, state json NOT NULL)""",
     """CREATE TABLE grants (
         id text PRIMARY KEY, scope text NOT NULL, tool text NOT NULL, rule_id text,
         principal text, session_id text, tenant text,

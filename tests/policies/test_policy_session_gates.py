@@ -353,3 +353,20 @@ def test_a_bad_case_session_is_a_located_error(tmp_path: Path, session_yaml: str
         "cases.0.call.session.calls.0.tool",
         "required key is missing",
     )
+
+
+@pytest.mark.parametrize(
+    ("files", "listings", "decisions"),
+    [
+        pytest.param(["effects.yaml"], False, False, id="no-session"),
+        pytest.param(["session/plain.yaml"], True, True, id="gates"),
+        pytest.param(["cel.yaml"], True, True, id="conditions"),
+        pytest.param(["messages/messages.yaml"], False, True, id="messages"),
+        pytest.param(["session/reads_elsewhere.yaml"], False, True, id="shadow-and-surface"),
+    ],
+)
+def test_uses_session_says_whether_any_decision_reads_the_session(
+    files: list[str], listings: bool, decisions: bool
+) -> None:
+    policy = PolicyEngine.load([FIXTURES / name for name in files])
+    assert (policy.reads_session, policy.uses_session) == (listings, decisions)

@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 from pg_support import PG_DSN, fresh_schema, pg_settings
 
+from gateway.events.audit import chain_hash
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import Event
 from gateway.postgres.audit import PostgresAuditLog, verify_database
@@ -58,6 +59,19 @@ async def test_each_replica_feed_carries_every_replicas_events_in_one_order() ->
     assert sorted(e.data["args"]["n"] for e in seen_a) == list(range(20))
 
 
+async def test_two_logs_of_one_replica_name_still_carry_every_event_once() -> None:
+    # Two gateways in one process share the replica name: each takes its own rows back as
+    # the events it wrote, and reads the other's like any replica's.
+    async with fresh_schema() as schema, replica_logs(schema, "same", "same") as logs:
+        (bus_a, log_a), (bus_b, log_b) = logs
+        async with log_a.feed.subscribe() as on_a, log_b.feed.subscribe() as on_b:
+            for n in range(10):
+                (bus_a if n % 2 else bus_b).publish(call_event(n, "same"))
+            seen_a, seen_b = await collect(on_a, 10), await collect(on_b, 10)
+    assert [e.id for e in seen_a] == [e.id for e in seen_b]
+    assert sorted(e.data["args"]["n"] for e in seen_a) == list(range(10))
+
+
 async def test_a_replica_started_later_replays_the_cluster_from_any_event_id() -> None:
     async with fresh_schema() as schema:
         async with replica_logs(schema, "a") as [(bus_a, log_a)], log_a.feed.subscribe() as on_a:
@@ -91,6 +105,32 @@ async def test_two_replicas_appending_together_build_one_verifiable_audit_chain(
         e.event_id: e.seq for e in tail if e.event_id in first
     }
     assert {e.event_id for e in tail} == {e.id for e in events}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param({"text": "ünïcødé ✓ 🚀 \u2028", "ratio": 0.1}, id="unicode"),
+        pytest.param({"quote": '"seq":-7777777777777777,', "back": '\\ " \n'}, id="escapes"),
+        pytest.param({"tool": None, "principal": None, "call_id": None}, id="nulls"),
+    ],
+)
+async def test_the_database_chains_entries_as_the_embedded_log_hashes_them(
+    data: dict[str, object],
+) -> None:
+    async with fresh_schema() as schema:
+        database = Database(pg_settings(schema))
+        try:
+            log = PostgresAuditLog(database)
+            events = [Event(type="tool.call", data=data | {"n": n}) for n in range(3)]
+            entries = [*await log.append_events(events[:2]), *await log.append_events(events)]
+            report = await verify_database(database)
+        finally:
+            await database.close()
+    assert report.ok, report.problem
+    assert [e.seq for e in entries] == [1, 2, 1, 2, 3]  # each logged once
+    for entry in entries:
+        assert entry.hash == chain_hash(entry.prev_hash, entry.record())
 
 
 async def test_verify_names_a_changed_entry_and_a_removed_newest_one() -> None:

@@ -1,11 +1,12 @@
 """The PostgreSQL stores beside the pending calls (the pending-call, grant and pin tests run on
 PostgreSQL in tests/approvals): sessions shared by two replicas (read through, merged on
-a race), a wake-up from another replica by NOTIFY, and recovery that fails only a dead
-replica's executions."""
+a race; written behind while no decision reads them), a wake-up from another replica by
+NOTIFY, and recovery that fails only a dead replica's executions."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import anyio
 import pytest
@@ -32,8 +33,12 @@ def _database(schema: str) -> Database:
     return Database(pg_settings(schema))
 
 
-def _book(schema: str) -> SharedSessionBook:
-    return SharedSessionBook(PostgresSessionStore(_database(schema)), on_outage="fail_closed")
+def _book(schema: str, *, reads: list[bool] | None = None) -> SharedSessionBook:
+    """A replica's book; while ``reads[0]`` is False no decision reads session state."""
+    store = PostgresSessionStore(_database(schema))
+    if reads is None:
+        return SharedSessionBook(store, on_outage="fail_closed")
+    return SharedSessionBook(store, on_outage="fail_closed", read_through=lambda: reads[0])
 
 
 CTX = CallContext(principal=Principal(id="agent:ci"), session_id="s-1")
@@ -66,6 +71,89 @@ async def test_a_session_served_by_two_replicas_sees_every_call_even_made_at_onc
         assert sorted(entry["tool"] for entry in state.history) == ["t__read"] * 2 + ["t__write"]
     for book in (a, b):
         await book._shared.database.close()
+
+
+async def test_unread_session_state_is_written_behind_and_still_holds_every_replicas_calls(
+    schema: str,
+) -> None:
+    reads = [False]  # the policy reads no session state: no query per call
+    a, b = _book(schema, reads=reads), _book(schema, reads=reads)
+    try:
+        await _two_replicas_writing_behind(a, b, reads)
+    finally:
+        for book in (a, b):
+            await book._shared.database.close()
+
+
+async def _two_replicas_writing_behind(
+    a: SharedSessionBook, b: SharedSessionBook, reads: list[bool]
+) -> None:
+    ctx = CallContext(principal=Principal(id="agent:ci"), session_id="s-behind")
+    for n in range(3):
+        (await a.ensure(ctx)).record("t__a", {"n": n})
+        a.changed(ctx)
+        (await b.ensure(ctx)).record("t__b", {"n": n})
+        b.changed(ctx)
+        await a.settle(ctx)
+        await b.settle(ctx)
+    assert (await b.ensure(ctx)).calls == 3  # B's own calls only: nothing was read or saved
+    await a.flush()
+    await b.flush()  # saved from a stale version: merged onto A's
+    b.get(ctx).record("t__b", {"n": 3})  # a call while nothing is saving
+    b.changed(ctx)
+    await a.flush()
+    await b.flush()
+    reads[0] = True  # a reloaded policy reads ``session``: the next ensure reads through
+    for book in (a, b):
+        state = await book.ensure(ctx)
+        assert state.calls == 7
+        assert state.tool_calls == {"t__a": 3, "t__b": 4}
+        assert state.last_args == {"t__a": {"n": 2}, "t__b": {"n": 3}}
+
+
+class HeldSaves(PostgresSessionStore):
+    """The real store, whose next save waits until the test lets it go."""
+
+    def __init__(self, database: Database) -> None:
+        super().__init__(database)
+        self.saving, self.go = anyio.Event(), anyio.Event()
+
+    async def save_if(self, key: str, state: Mapping[str, Any], version: int) -> int | None:
+        self.saving.set()
+        await self.go.wait()
+        return await super().save_if(key, state, version)
+
+
+async def test_a_call_answered_while_its_session_is_being_merged_is_kept(schema: str) -> None:
+    a, held = _book(schema), HeldSaves(_database(schema))
+    b = SharedSessionBook(held, on_outage="fail_closed")
+    try:
+        await _a_call_during_a_merge(a, b, held)
+    finally:
+        for book in (a, b):
+            await book._shared.database.close()
+
+
+async def _a_call_during_a_merge(
+    a: SharedSessionBook, b: SharedSessionBook, held: HeldSaves
+) -> None:
+    ctx = CallContext(principal=Principal(id="agent:ci"), session_id="s-during")
+    (await a.ensure(ctx)).record("t__a", {})
+    a.changed(ctx)
+    (await b.ensure(ctx)).record("t__b", {})
+    b.changed(ctx)
+    await a.settle(ctx)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:  # B's save conflicts with A's: a merge
+            tg.start_soon(b.settle, ctx)
+            await held.saving.wait()
+            b.get(ctx).record("t__late", {})  # answered while B's state is being saved
+            b.changed(ctx)
+            held.go.set()
+    await b.settle(ctx)
+    for book in (a, b):
+        state = await book.ensure(ctx)
+        assert state.tool_calls == {"t__a": 1, "t__b": 1, "t__late": 1}
 
 
 def _entry(tool: str, ok: bool = True) -> dict[str, object]:
