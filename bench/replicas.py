@@ -50,15 +50,22 @@ AUDIT = __import__("os").environ.get("NOAUDIT") is None
 ECHO = ("up__echo", {"text": "hello"})
 
 
-def _config(directory: Path, name: str, port: int, storage: dict[str, Any] | None) -> Path:
+def _upstream(shared: str | None) -> dict[str, Any]:
+    """The gateway's upstream: its own stdio child, or the ``shared`` streamable HTTP one."""
+    if shared is not None:
+        return {"name": "up", "transport": "http", "url": shared}
     command = upstream_command(3)
+    return {"name": "up", "transport": "stdio", "command": command[0], "args": command[1:]}
+
+
+def _config(
+    directory: Path, name: str, port: int, storage: dict[str, Any] | None, shared: str | None
+) -> Path:
     body: dict[str, Any] = {
         "version": 1,
         "id": "lockgate-bench",
         "listen": {"host": "127.0.0.1", "port": port},
-        "servers": [
-            {"name": "up", "transport": "stdio", "command": command[0], "args": command[1:]}
-        ],
+        "servers": [_upstream(shared)],
         "policies": {"files": [str(POLICY)]},
         "approvals": {"path": str(directory / f"pending-{name}.db")},
         "events": {"audit": {"enabled": AUDIT, "path": str(directory / f"audit-{name}.db")}},
@@ -71,9 +78,11 @@ def _config(directory: Path, name: str, port: int, storage: dict[str, Any] | Non
     return path
 
 
-def _gateway(directory: Path, name: str, storage: dict[str, Any] | None) -> Launch:
+def _gateway(
+    directory: Path, name: str, storage: dict[str, Any] | None, shared: str | None
+) -> Launch:
     port = free_port()
-    config = _config(directory, name, port, storage)
+    config = _config(directory, name, port, storage, shared)
     return Launch([*GATEWAY_CLI, "serve", "-c", str(config), "--port", str(port)], port, "/healthz")
 
 
@@ -130,45 +139,66 @@ async def _drop_schema(schema: str) -> None:
         await conn.close()
 
 
-async def run(rounds: int, sessions: int, calls: int, decisions: int) -> dict[str, Any]:
+async def run(
+    rounds: int, sessions: int, calls: int, decisions: int, upstream: str = "stdio"
+) -> dict[str, Any]:
     """Measure every row; returns the figures (also printed)."""
     schema = f"lockgate_bench_{secrets.token_hex(4)}"
     storage = {"backend": "postgres", "dsn": DSN, "schema": schema}
-    rates: dict[str, list[float]] = {"direct": [], "embedded": [], "replicas": []}
     with tempfile.TemporaryDirectory() as workdir:
         directory = Path(workdir)
-        launches = [
-            upstream_launch(3),
-            _gateway(directory, "embedded", None),
-            _gateway(directory, "a", storage),
-            _gateway(directory, "b", storage),
+        direct = upstream_launch(3)
+        shared = f"http://127.0.0.1:{direct.port}/mcp" if upstream == "http" else None
+        launches = [direct] + [
+            _gateway(directory, name, storage if name in "ab" else None, shared)
+            for name in ("embedded", "a", "b", "split-a", "split-b")
         ]
         try:
             with serve(launches, directory / "servers.log") as served:
-                direct, embedded, a, b = (s.url for s in served)
-                targets = {"direct": [direct], "embedded": [embedded], "replicas": [a, b]}
-                async with AsyncExitStack() as stack:
-                    pools = {
-                        k: await _clients(stack, v, sessions, "echo" if k == "direct" else ECHO[0])
-                        for k, v in targets.items()
-                    }
-                    for _ in range(rounds):
-                        for label, clients in pools.items():
-                            tool = "echo" if label == "direct" else ECHO[0]
-                            rates[label].append(await throughput(clients, tool, ECHO[1], calls))
-                latency = await _decision_latency(a, b, decisions)
+                urls = [s.url for s in served]
+                targets = {
+                    "direct": urls[:1],
+                    "embedded": urls[1:2],
+                    "replicas": urls[2:4],
+                    "split": urls[4:6],
+                }
+                rates = await _rounds(targets, rounds, sessions, calls)
+                latency = await _decision_latency(urls[2], urls[3], decisions)
         finally:
             await _drop_schema(schema)
     return _summary(rates, latency)
 
 
+async def _rounds(
+    targets: dict[str, list[str]], rounds: int, sessions: int, calls: int
+) -> dict[str, list[float]]:
+    """Calls/s of each target in each round (the targets interleaved within a round)."""
+    rates: dict[str, list[float]] = {label: [] for label in targets}
+    async with AsyncExitStack() as stack:
+        pools = {
+            k: await _clients(stack, v, sessions, "echo" if k == "direct" else ECHO[0])
+            for k, v in targets.items()
+        }
+        for _ in range(rounds):
+            for label, clients in pools.items():
+                tool = "echo" if label == "direct" else ECHO[0]
+                rates[label].append(await throughput(clients, tool, ECHO[1], calls))
+    return rates
+
+
 def _summary(rates: dict[str, list[float]], latency: list[float]) -> dict[str, Any]:
     medians = {label: statistics.median(values) for label, values in rates.items()}
-    per_round = [r / e for r, e in zip(rates["replicas"], rates["embedded"], strict=True)]
+
+    def ratio(label: str) -> float:
+        return statistics.median(
+            r / e for r, e in zip(rates[label], rates["embedded"], strict=True)
+        )
+
     return {
         "calls_per_s": medians,
         "vs_direct": {k: v / medians["direct"] for k, v in medians.items()},
-        "replicas_vs_embedded": statistics.median(per_round),
+        "replicas_vs_embedded": ratio("replicas"),
+        "split_vs_embedded": ratio("split"),
         "decision_to_result_ms": quantiles(latency),
     }
 
@@ -179,9 +209,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--calls", type=int, default=1600, help="calls per round and target")
     parser.add_argument("--decisions", type=int, default=30)
+    parser.add_argument(
+        "--upstream",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="each gateway's own stdio upstream, or one streamable HTTP upstream they share",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    figures = anyio.run(run, args.rounds, args.sessions, args.calls, args.decisions)
+    figures = anyio.run(run, args.rounds, args.sessions, args.calls, args.decisions, args.upstream)
     if args.json:
         print(json.dumps(figures, indent=2))
         return
@@ -191,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"| {label} | {rate:.0f} | {figures['vs_direct'][label]:.2f} |")
     print(
         f"\nreplicas / embedded (median of per-round ratios): {figures['replicas_vs_embedded']:.2f}"
+        f"\nsplit / embedded (two embedded gateways, nothing shared): "
+        f"{figures['split_vs_embedded']:.2f}"
     )
     latency = figures["decision_to_result_ms"]
     print(f"decision on B -> result on A: p50 {latency['p50']:.1f} ms, p90 {latency['p90']:.1f} ms")
