@@ -394,5 +394,7 @@ class Gateway:
     ) -> bool | None:
         stack, self._stack = self._stack, None
         if stack is not None:
+            for upstream in self.upstreams.values():  # every server's shutdown at once
+                upstream.stop_soon()
             await stack.aclose()
         return None

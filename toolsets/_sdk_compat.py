@@ -42,6 +42,7 @@ with contextlib.suppress(ImportError):  # an SDK outside the supported range: se
     )
     from mcp.client.stdio import _get_executable_command as get_executable_command
     from mcp.client.stdio import _stop_server_process as stop_server_process
+    from mcp.client.stdio import _terminate_process_tree as terminate_process_tree
 
     # An httpx2 client with the SDK's MCP timeouts, for upstream and adapter connections.
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -59,6 +60,7 @@ __all__ = [
     "session_connection",
     "session_owner",
     "stop_server_process",
+    "terminate_process_tree",
 ]
 
 SUPPORTED_MCP = ">=2.3,<2.4"
@@ -122,6 +124,12 @@ PRIVATE_NAMES = (
         name="_stop_server_process",
         kind="async function",
         public="stop_server_process",
+    ),
+    PrivateName(
+        module="mcp.client.stdio",
+        name="_terminate_process_tree",
+        kind="async function",
+        public="terminate_process_tree",
     ),
     PrivateName(
         module="mcp.shared._httpx_utils",

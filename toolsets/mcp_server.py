@@ -44,13 +44,7 @@ UpstreamStatus = Literal["connecting", "up", "down", "reconnecting", "stopped"]
 ClientTarget = Any
 """Whatever `mcp.Client` accepts: a `Transport`, `StdioServerParameters`, a URL or a `Server`."""
 
-_LOST_ERRORS = (
-    anyio.ClosedResourceError,
-    anyio.BrokenResourceError,
-    anyio.EndOfStream,
-    ConnectionError,
-    OSError,
-)
+_LOST_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
 class StatusHandler(Protocol):
@@ -117,6 +111,7 @@ class MCPServerToolset(Toolset):
         self._lost = anyio.Event()
         self._first_outcome = anyio.Event()
         self._tg: TaskGroup | None = None
+        self._stopping: anyio.CancelScope | None = None  # `_run`'s (see `stop_soon`)
         self._was_up = False
         self._gone = False
         self._reopened: anyio.Event | None = None
@@ -219,10 +214,15 @@ class MCPServerToolset(Toolset):
         return self.status == "up"
 
     async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
+        self._tg, self._stopping = anyio.create_task_group(), anyio.CancelScope()
         await self._tg.__aenter__()
         self._tg.start_soon(self._run, name=f"upstream {self.name}")
         return self
+
+    def stop_soon(self) -> None:
+        """Start stopping: the server's shutdown begins now; `__aexit__` waits for its end."""
+        if self._stopping is not None:  # `_run`'s own scope: ``_tg``'s is the caller's too
+            self._stopping.cancel()
 
     async def __aexit__(
         self,
@@ -230,9 +230,9 @@ class MCPServerToolset(Toolset):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
+        self.stop_soon()
         tg, self._tg = self._tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
+        if tg is not None:  # `_run` ends: its scope is cancelled
             # The body's exception is not the task group's: passed in, anyio would wrap it in an
             # ExceptionGroup and callers could no longer catch e.g. `ToolCollisionError`.
             await tg.__aexit__(None, None, None)
@@ -242,17 +242,18 @@ class MCPServerToolset(Toolset):
 
     async def _run(self) -> None:
         attempt = 0
-        while True:
-            try:
-                await self._session()
-            except Exception as exc:  # any failure of the upstream means: retry later
-                await self._set_status("down" if attempt == 0 else "reconnecting", _describe(exc))
-            finally:
-                self._client, self._pipe = None, None
-                self._first_outcome.set()
-            attempt = 0 if self._was_up else attempt + 1
-            delay = min(self._max_backoff, 0.25 * math.pow(2, min(attempt, 10)))
-            await anyio.sleep(delay * (0.5 + random.random() / 2))
+        with self._stopping or anyio.CancelScope():
+            while True:
+                try:
+                    await self._session()
+                except Exception as exc:  # any failure of the upstream means: retry later
+                    await self._set_status("reconnecting" if attempt else "down", _describe(exc))
+                finally:
+                    self._client, self._pipe = None, None
+                    self._first_outcome.set()
+                attempt = 0 if self._was_up else attempt + 1
+                delay = min(self._max_backoff, 0.25 * math.pow(2, min(attempt, 10)))
+                await anyio.sleep(delay * (0.5 + random.random() / 2))
 
     async def _session(self) -> None:
         self._lost = anyio.Event()
@@ -374,8 +375,7 @@ class MCPServerToolset(Toolset):
             task_status.started()
 
     async def set_log_level(self, level: LoggingLevel | None) -> None:
-        """Ask the server for log messages at ``level`` and above (None: for none, as far as
-        its era allows; see `UpstreamRequests`)."""
+        """Ask for log messages at ``level`` and up (None: none, as far as the era allows)."""
         self.requests.log_level = level
         await self.requests.apply_log_level(self._client)
 

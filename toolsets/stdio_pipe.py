@@ -9,7 +9,9 @@ pydantic models on the way, which is most of what a plain call costs a gateway.
 Direct requests use string ids (``lockgate-N``) the session never issues, and copy the protocol
 envelope (2026-07-28 ``params._meta``) from the session's own requests, so the server sees the
 same client either way. Process start and stop (own process group, close stdin, then terminate
-the tree) are the SDK's.
+the tree) are the SDK's; a server that has not written a byte yet (still starting) is
+terminated at once instead of waited for: it holds no state, and a Python server that is
+still importing reads its end of input only after its whole start-up.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from toolsets._sdk_compat import (
     create_platform_compatible_process,  # the SDK's spawn: own process group / job object
     get_executable_command,
     stop_server_process,  # the SDK's shutdown: close stdin, wait, terminate the tree
+    terminate_process_tree,
 )
 from toolsets.lines import BoundedLines, Oversized, request_id_of
 from toolsets.stderr_log import StderrLog
@@ -87,6 +90,7 @@ class StdioPipe:
         self.max_message = max_message
         self._on_exit = on_exit
         self._process: ServerProcess | None = None
+        self._heard = False  # the process has written to stdout
         self._write_lock = anyio.Lock()
         self._waiters: dict[str, _Waiter] = {}
         self._abandoned: collections.deque[str] = collections.deque(maxlen=256)
@@ -229,7 +233,7 @@ class StdioPipe:
         to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
         self.envelope = None
-        self._process = process
+        self._process, self._heard = process, False
         try:
             async with anyio.create_task_group() as tg:
                 stderr = getattr(process, "stderr", None)  # a pipe, except on Windows
@@ -244,6 +248,8 @@ class StdioPipe:
                         self._closed()
                         session_writes.close()
                         session_reads.close()
+                        if not self._heard:  # still starting: nothing to wind down
+                            await terminate_process_tree(process)
                         await stop_server_process(process)
                     tg.cancel_scope.cancel()
         finally:
@@ -257,6 +263,7 @@ class StdioPipe:
         try:
             async with to_session:
                 async for chunk in process.stdout:
+                    self._heard = True
                     for piece in lines.feed(chunk):
                         line = self._too_large(piece) if isinstance(piece, Oversized) else piece
                         if session_gone or not line.strip() or self._take(line):

@@ -169,22 +169,35 @@ def test_importing_what_the_sandbox_lacks_is_a_config_error_with_its_line(
         Gateway.from_config(scripts_config(tmp_path, {"sneaky": source}))
 
 
-def _sandbox_workers() -> list[int]:
-    """The pids of this process's sandbox worker processes."""
+def _sandbox_workers() -> dict[int, int]:
+    """This process's sandbox worker processes: the CPU ticks each has used, by pid."""
     mine = str(os.getpid())
-    workers = []
+    workers = {}
     for entry in Path("/proc").iterdir():
         try:
-            stat = (entry / "stat").read_text().split()
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             command = (entry / "cmdline").read_bytes()
-        except OSError:
+        except (OSError, IndexError):
             continue
-        if stat[3] == mine and b"monty" in command:
-            workers.append(int(entry.name))
+        if stat[1] == mine and b"monty" in command:
+            workers[int(entry.name)] = int(stat[11]) + int(stat[12])
     return workers
 
 
-@pytest.mark.serial  # kills every sandbox worker on the machine: none of another worker's
+async def _busy_workers() -> list[int]:
+    """The sandbox workers whose CPU time grew over 0.3 s: running a script (or starting)."""
+    before = _sandbox_workers()
+    await anyio.sleep(0.3)
+    return [pid for pid, ticks in _sandbox_workers().items() if ticks > before.get(pid, ticks)]
+
+
+async def _until_busy(want: bool) -> list[int]:
+    with anyio.fail_after(20):
+        while bool(busy := await _busy_workers()) != want:
+            pass
+    return busy
+
+
 async def test_a_crashed_worker_is_replaced_and_the_next_run_works(tmp_path: Path) -> None:
     loop = "def run():\n    while True:\n        pass\n"
     config = scripts_config(tmp_path, {"loop": loop, "counter": COUNTER}, limits={"timeout": 10})
@@ -195,10 +208,9 @@ async def test_a_crashed_worker_is_replaced_and_the_next_run_works(tmp_path: Pat
             results.append(await _call(gateway, "ops__loop", {}))
 
         before = set(_sandbox_workers())
+        await _until_busy(False)  # the workers have started
         tg.start_soon(looping)
-        await anyio.sleep(1.0)
-        for pid in _sandbox_workers():
-            os.kill(pid, signal.SIGKILL)
+        os.kill((await _until_busy(True))[0], signal.SIGKILL)  # the one running ``loop``
         with anyio.fail_after(10):
             while not results:
                 await anyio.sleep(0.05)
