@@ -25,6 +25,7 @@ write-behind flush keeps trying).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, Final
@@ -126,10 +127,39 @@ class SharedSessionBook(SessionBook):
                 await self._save_logged(key)
 
     async def flush(self) -> None:
-        """Save every changed state now."""
-        for key in list(self._dirty):
-            async with self._lock(key):
+        """Save every changed state now: in one statement, then one by one (merging) those
+        another replica saved meanwhile."""
+        keys = list(self._dirty)
+        async with contextlib.AsyncExitStack() as stack:
+            for stripe in sorted({hash(key) % _STRIPES for key in keys}):  # in one order
+                await stack.enter_async_context(self._locks[stripe])
+            for key in await self._save_together(keys):
                 await self._save_logged(key)
+
+    async def _save_together(self, keys: list[str]) -> list[str]:
+        """Save ``keys``' states in one statement; the keys still to save one by one."""
+        states = {key: self._dirty.pop(key) for key in keys if key in self._dirty}
+        if not states:
+            return []
+        mine = {key: state.to_json() for key, state in states.items()}
+        known = {key: self._base[key][0] if key in self._base else 0 for key in states}
+        try:
+            saved = await self._shared.save_all_if({k: (mine[k], known[k]) for k in states})
+        except BaseException as exc:
+            for key, state in states.items():  # kept for the next try
+                self._dirty.setdefault(key, self._states.get(key, state))
+            if not isinstance(exc, StoreUnavailable):
+                raise
+            log.error("session states not saved (kept for the next try): %s", exc)
+            return []
+        lost = []
+        for key, state in states.items():
+            if key in saved:
+                self._saved(key, saved[key], mine[key], mine[key], state)
+            else:  # another replica saved first: merged one by one
+                self._dirty.setdefault(key, self._states.get(key, state))
+                lost.append(key)
+        return lost
 
     async def _save_logged(self, key: str) -> None:
         try:

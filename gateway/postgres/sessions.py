@@ -27,6 +27,16 @@ _CREATE: Final = """INSERT INTO sessions (key, version, updated_at, state) VALUE
     ON CONFLICT (key) DO NOTHING RETURNING version"""
 _CAS: Final = """UPDATE sessions SET version = version + 1, updated_at = $3, state = $4
     WHERE key = $1 AND version = $2 RETURNING version"""
+_CAS_MANY: Final = """WITH given AS (
+        SELECT * FROM unnest($1::text[], $2::bigint[], $3::json[]) AS g (key, version, state)),
+    updated AS (UPDATE sessions s SET version = s.version + 1, updated_at = $4, state = g.state
+        FROM given g WHERE g.version > 0 AND s.key = g.key AND s.version = g.version
+        RETURNING s.key, s.version),
+    created AS (INSERT INTO sessions (key, version, updated_at, state)
+        SELECT key, 1, $4, state FROM given WHERE version = 0
+        ON CONFLICT (key) DO NOTHING RETURNING key, version)
+    SELECT key, version FROM updated UNION ALL SELECT key, version FROM created"""
+"""`save_if` for many states in one statement."""
 
 
 def _text(state: Mapping[str, Any]) -> str:
@@ -81,6 +91,24 @@ class PostgresSessionStore(SessionStore):
                 return None if created is None else int(created)
             saved = await conn.fetchval(_CAS, key, version, now, text)
             return None if saved is None else int(saved)
+
+        return await self.database.run(write)
+
+    async def save_all_if(
+        self, states: Mapping[str, tuple[Mapping[str, Any], int]]
+    ) -> dict[str, int]:
+        """`save_if` for each ``key: (state, version)`` in one statement.
+
+        Returns:
+            The new version of each state saved; a key missing lost to another writer.
+        """
+        keys = list(states)
+        versions = [states[key][1] for key in keys]
+        texts, now = [_text(states[key][0]) for key in keys], time.time()
+
+        async def write(conn: Conn) -> dict[str, int]:
+            rows = await conn.fetch(_CAS_MANY, keys, versions, texts, now)
+            return {str(row[0]): int(row[1]) for row in rows}
 
         return await self.database.run(write)
 

@@ -111,6 +111,34 @@ async def _two_replicas_writing_behind(
         assert state.last_args == {"t__a": {"n": 2}, "t__b": {"n": 3}}
 
 
+async def test_one_flush_saves_many_sessions_and_merges_only_those_saved_elsewhere(
+    schema: str,
+) -> None:
+    reads = [False]
+    a, b = _book(schema, reads=reads), _book(schema, reads=reads)
+    contexts = [
+        CallContext(principal=Principal(id="agent:ci"), session_id=f"s-{n}") for n in range(5)
+    ]
+    try:
+        for ctx in contexts:  # A: five sessions, saved together
+            (await a.ensure(ctx)).record("t__a", {})
+            a.changed(ctx)
+        (await b.ensure(contexts[0])).record("t__b", {})  # B: one of them, saved first
+        b.changed(contexts[0])
+        await b.flush()
+        await a.flush()  # four saved in one statement, one merged onto B's
+        assert not a._dirty
+        reads[0] = True
+        for ctx in contexts:
+            state = await b.ensure(ctx)
+            assert state.tool_calls == (
+                {"t__a": 1, "t__b": 1} if ctx is contexts[0] else {"t__a": 1}
+            )
+    finally:
+        for book in (a, b):
+            await book._shared.database.close()
+
+
 class HeldSaves(PostgresSessionStore):
     """The real store, whose next save waits until the test lets it go."""
 
