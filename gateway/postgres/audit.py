@@ -4,8 +4,9 @@ An append is one statement (``append_audit``, see `gateway.postgres.event_tables
 the head row (``audit_head``, ``FOR UPDATE``), chains the new entries from the head's hash,
 inserts them and moves the head. The client serialises each entry's record around its ``seq``
 (`_parts`), so the server only splices in the ``seq`` and hashes. When one of the events is
-logged already (an append whose answer was lost), the append is one transaction here instead:
-lock the head, skip what is logged, chain and insert the rest. The row lock is the chain's only
+logged already (an append whose answer was lost), the statement breaks ``event_id``'s
+uniqueness and writes nothing; the append is then one transaction here: lock the head, skip
+what is logged, chain and insert the rest. The row lock is the chain's only
 serialisation point; it is held for one batch, and batches come from the replicas' audit
 sinks, off the call path (decisions that must be on record first are single small batches:
 see `gateway.events.audit_sink.AuditSink.write_through`).
@@ -19,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
+
+import asyncpg
 
 from gateway.events.audit import (
     COLUMNS,
@@ -35,7 +38,7 @@ from toolsets.canonical import canonical_json
 
 __all__ = ["PostgresAuditLog", "verify_database"]
 
-_APPEND: Final = """SELECT head_seq, head_hash, hashes, logged FROM append_audit($1,
+_APPEND: Final = """SELECT head_seq, head_hash, hashes FROM append_audit($1,
     $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
     $9::text[], $10::text[])"""
 _SEQ: Final = -7_777_777_777_777_777
@@ -132,13 +135,12 @@ async def _append_chained(
     ts = entry_time()
     parts = [_parts(row, ts) for row in rows]
     columns = [[row[key] for row in rows] for key in ("kind", "call_id", "principal", "tool")]
-    events = [row["event_id"] for row in rows]
-    found = await conn.fetchrow(
-        _APPEND, durable, [ts] * len(rows), *columns, events, *map(list, zip(*parts, strict=True))
-    )
-    assert found is not None  # a function with OUT parameters returns one row
-    if found["logged"]:
+    events, pieces = [row["event_id"] for row in rows], map(list, zip(*parts, strict=True))
+    try:
+        found = await conn.fetchrow(_APPEND, durable, [ts] * len(rows), *columns, events, *pieces)
+    except asyncpg.UniqueViolationError:  # an event is logged already: the statement wrote nothing
         return None
+    assert found is not None  # a function with OUT parameters returns one row
     seq, prev_hash = int(found["head_seq"]), str(found["head_hash"])
     entries: list[AuditEntry] = []
     for row, digest in zip(rows, found["hashes"], strict=True):

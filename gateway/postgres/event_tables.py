@@ -55,12 +55,14 @@ EVENT_TABLES: Final = (
     # One round trip per batch: lock the head, chain the entries from its hash, insert them,
     # move the head. The hash of entry i is sha256(prev hash || its record's canonical JSON),
     # the record spliced from its parts: '{"body":' || body || mid || seq || tail (the client
-    # serialises them; see `gateway.postgres.audit`). Nothing is written when one of the
-    # events is logged already (``logged``): the client then appends in its own transaction.
+    # serialises them; see `gateway.postgres.audit`). An event logged already (an append
+    # whose answer was lost, tried again) violates ``audit.event_id``'s uniqueness: nothing is
+    # written, and the client appends in its own transaction, skipping what is logged. (No
+    # lookup per append: a plan cached while the table was small would scan it whole.)
     """CREATE FUNCTION append_audit(
             durable boolean, stamps text[], kinds text[], calls text[], principals text[],
             tools text[], events text[], bodies text[], mids text[], tails text[],
-            OUT head_seq bigint, OUT head_hash text, OUT hashes text[], OUT logged boolean)
+            OUT head_seq bigint, OUT head_hash text, OUT hashes text[])
         LANGUAGE plpgsql AS $$
         DECLARE
             n integer := cardinality(bodies);
@@ -71,9 +73,8 @@ EVENT_TABLES: Final = (
                 PERFORM set_config('synchronous_commit', 'off', true);
             END IF;
             SELECT seq, hash INTO head_seq, head_hash FROM audit_head WHERE one = 1 FOR UPDATE;
-            logged := EXISTS (SELECT FROM unnest(events) AS e (id) JOIN audit ON event_id = e.id);
             hashes := '{}';
-            IF logged OR n = 0 THEN
+            IF n = 0 THEN
                 RETURN;
             END IF;
             chained := head_hash;
