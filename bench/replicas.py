@@ -7,10 +7,18 @@ Three HTTP targets, measured in interleaved rounds from one client process, 2026
 - **replicas**: two ``lockgate serve`` processes sharing one fresh PostgreSQL schema (pending
   calls, sessions, pins, the event log and the audit chain), the sessions split between them.
 
+- **split**: two embedded ``lockgate serve`` processes, each with its own SQLite files and
+  nothing shared, the sessions split between them: what running two processes costs by itself.
+
+Each gateway starts its own stdio upstream (``--upstream http``: all share the direct target's
+streamable HTTP server instead).
+
 Rows: calls/s of ``echo`` with 16 sessions (``--sessions``), and the time from an approver's
 decision posted to replica B until the held call's result reaches the client on replica A
 (p50/p90 over ``--decisions`` calls). The machine has 2 cores: two replicas cannot add CPU,
-so the target is replicas >= 0.9 x embedded, and a decision-to-result p50 <= 50 ms.
+so the target is replicas >= 0.9 x embedded, and a decision-to-result p50 <= 50 ms. The
+ratios replicas / split (what sharing state costs) and split / embedded (what two processes
+cost, before anything is shared) tell the two costs apart.
 """
 
 from __future__ import annotations
@@ -189,16 +197,15 @@ async def _rounds(
 def _summary(rates: dict[str, list[float]], latency: list[float]) -> dict[str, Any]:
     medians = {label: statistics.median(values) for label, values in rates.items()}
 
-    def ratio(label: str) -> float:
-        return statistics.median(
-            r / e for r, e in zip(rates[label], rates["embedded"], strict=True)
-        )
+    def ratio(label: str, base: str = "embedded") -> float:
+        return statistics.median(r / e for r, e in zip(rates[label], rates[base], strict=True))
 
     return {
         "calls_per_s": medians,
         "vs_direct": {k: v / medians["direct"] for k, v in medians.items()},
         "replicas_vs_embedded": ratio("replicas"),
         "split_vs_embedded": ratio("split"),
+        "replicas_vs_split": ratio("replicas", "split"),
         "decision_to_result_ms": quantiles(latency),
     }
 
@@ -229,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"\nreplicas / embedded (median of per-round ratios): {figures['replicas_vs_embedded']:.2f}"
         f"\nsplit / embedded (two embedded gateways, nothing shared): "
         f"{figures['split_vs_embedded']:.2f}"
+        f"\nreplicas / split (what sharing state costs): {figures['replicas_vs_split']:.2f}"
     )
     latency = figures["decision_to_result_ms"]
     print(f"decision on B -> result on A: p50 {latency['p50']:.1f} ms, p90 {latency['p90']:.1f} ms")

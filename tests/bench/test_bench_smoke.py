@@ -58,3 +58,18 @@ def test_profile_summary_ranks_packages_and_leaves_out_waits(tmp_path: Path) -> 
     assert by_package.index("json") < by_package.index("mcp")
     assert "75.0 30 json" in " ".join(by_package.split())
     assert isinstance(parsed, Counter)
+
+
+def test_the_replicas_bench_runs_every_target_on_postgres_and_reports_json() -> None:
+    command = [sys.executable, "-m", "bench.replicas", "--rounds", "1", "--calls", "40"]
+    command += ["--sessions", "4", "--decisions", "2", "--json"]
+    done = subprocess.run(
+        command, check=False, cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert set(figures["calls_per_s"]) == {"direct", "embedded", "replicas", "split"}
+    assert all(rate > 0 for rate in figures["calls_per_s"].values())
+    for ratio in ("replicas_vs_embedded", "split_vs_embedded", "replicas_vs_split"):
+        assert figures[ratio] > 0
+    assert 0 < figures["decision_to_result_ms"]["p50"] < 5000
