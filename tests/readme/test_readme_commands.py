@@ -10,45 +10,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import httpx2
 import pytest
+from readme_support import BIN, ROOT, first_line_with, readme_commands, run
 from support import free_port
-
-ROOT = Path(__file__).parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-BIN = Path(sys.executable).parent
-APPROVER_TOKEN = "demo-approver-token"
-
-
-def readme_commands(section: str) -> list[str]:
-    """The ``.venv/bin/lockgate`` lines in the shell blocks of a README section, comments cut."""
-    body = README.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
-    lines: list[str] = []
-    for block in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
-        for line in block.splitlines():
-            command = line.split("  #", 1)[0].strip()
-            if command.startswith(".venv/bin/lockgate"):
-                lines.append(command)
-    return lines
-
-
-def run(command: str, cwd: Path, **replace: str) -> subprocess.CompletedProcess[str]:
-    for placeholder, value in replace.items():
-        command = command.replace(placeholder, value)
-    argv = shlex.split(command)
-    argv[0] = str(BIN / Path(argv[0]).name)
-    env = {**os.environ, "LOCKGATE_APPROVER_TOKEN": APPROVER_TOKEN}
-    return subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
 
 
 @pytest.fixture(scope="module")
@@ -72,14 +42,6 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         server.terminate()
         server.communicate(timeout=10)
         del os.environ["LOCKGATE_URL"]
-
-
-def first_line_with(stream: IO[str], text: str) -> str:
-    """The first line of ``stream`` containing ``text`` (the stream is read up to there)."""
-    for line in stream:
-        if text in line:
-            return line
-    raise AssertionError(f"{text!r} never printed")
 
 
 def test_the_see_it_work_commands_are_the_ones_this_test_runs() -> None:

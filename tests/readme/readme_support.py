@@ -1,0 +1,56 @@
+"""What the README tests share: the README's commands, and running them as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO
+
+ROOT = Path(__file__).parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BIN = Path(sys.executable).parent
+APPROVER_TOKEN = "demo-approver-token"
+
+
+def readme_commands(section: str) -> list[str]:
+    """The ``.venv/bin/lockgate`` lines in the shell blocks of a README section, comments cut."""
+    body = README.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    lines: list[str] = []
+    for block in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
+        for line in block.splitlines():
+            command = line.split("  #", 1)[0].strip()
+            if command.startswith(".venv/bin/lockgate"):
+                lines.append(command)
+    return lines
+
+
+def run(
+    command: str, cwd: Path, env: dict[str, str] | None = None, **replace: str
+) -> subprocess.CompletedProcess[str]:
+    """``command`` as written (``.venv/bin`` standing for this interpreter's), with the
+    ``replace`` placeholders filled in."""
+    argv = argv_of(command, **replace)
+    env = {**os.environ, "LOCKGATE_APPROVER_TOKEN": APPROVER_TOKEN, **(env or {})}
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def argv_of(command: str, **replace: str) -> list[str]:
+    for placeholder, value in replace.items():
+        command = command.replace(placeholder, value)
+    argv = shlex.split(command)
+    argv[0] = str(BIN / Path(argv[0]).name)
+    return argv
+
+
+def first_line_with(stream: IO[str], text: str) -> str:
+    """The first line of ``stream`` containing ``text`` (the stream is read up to there)."""
+    for line in stream:
+        if text in line:
+            return line
+    raise AssertionError(f"{text!r} never printed")
