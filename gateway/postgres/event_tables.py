@@ -19,14 +19,49 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["EVENT_TABLES"]
+__all__ = ["EVENT_TABLES", "EVENT_TABLES_V2"]
 
 EVENT_TABLES: Final = (
-    # Bodies are ``json``, not ``jsonb``: kept as written and read back as is (nothing queries
-    # inside them; ``jsonb`` would convert every body in and again out).
     """CREATE TABLE events (
         seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id text NOT NULL UNIQUE,
-        replica text NOT NULL, body json NOT NULL)""",
+        replica text NOT NULL, body jsonb NOT NULL)""",
+    # One round trip per batch: lock (so rows commit in seq order), insert, notify at commit
+    # with the last seq; returns the last seq before the batch, the last after it, and the ids
+    # it added in seq order (an id already logged is skipped).
+    """CREATE FUNCTION append_events(
+            ids text[], origin text, bodies jsonb[], channel text,
+            OUT before bigint, OUT after bigint, OUT added text[])
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock(1819043702, 0);
+            SELECT coalesce(max(seq), 0) INTO before FROM events;
+            WITH rows AS (
+                INSERT INTO events (id, replica, body)
+                SELECT t.id, origin, t.body FROM unnest(ids, bodies) AS t(id, body)
+                ON CONFLICT (id) DO NOTHING RETURNING seq, id)
+            SELECT coalesce(max(seq), before), coalesce(array_agg(id ORDER BY seq), '{}')
+                INTO after, added FROM rows;
+            PERFORM pg_notify(channel, after::text);
+        END $$""",
+    """CREATE TABLE audit (
+        seq bigint PRIMARY KEY, ts text NOT NULL, kind text NOT NULL, call_id text,
+        principal text, tool text, event_id text UNIQUE, body text NOT NULL,
+        prev_hash text NOT NULL, hash text NOT NULL)""",
+    "CREATE INDEX audit_by_kind ON audit (kind, seq)",
+    """CREATE TABLE audit_head (
+        one integer PRIMARY KEY CHECK (one = 1), seq bigint NOT NULL, hash text NOT NULL)""",
+    "INSERT INTO audit_head (one, seq, hash) VALUES (1, 0, repeat('0', 64))",
+    """CREATE TABLE webhook_claims (
+        event_id text NOT NULL, webhook text NOT NULL, replica text NOT NULL,
+        claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (event_id, webhook))""",
+)
+"""Schema version 1, as first released (migrations never change)."""
+
+EVENT_TABLES_V2: Final = (
+    # Bodies become ``json``, not ``jsonb``: kept as written and read back as is (nothing queries
+    # inside them; ``jsonb`` converted every body in and again out).
+    "ALTER TABLE events ALTER COLUMN body TYPE json USING body::json",
+    "DROP FUNCTION append_events(text[], text, jsonb[], text)",
     # One round trip per batch: lock (so rows commit in seq order), insert, notify at commit
     # ('<last seq> <tag>': the appending log knows its own tag), and return the rows after
     # ``since`` (the appender's last one read) up to ``size`` of them: its own rows and the
@@ -47,11 +82,6 @@ EVENT_TABLES: Final = (
             RETURN QUERY SELECT e.seq, e.id, CASE WHEN e.replica <> origin THEN e.body::text END
                 FROM events e WHERE e.seq > since ORDER BY e.seq LIMIT size;
         END $$""",
-    """CREATE TABLE audit (
-        seq bigint PRIMARY KEY, ts text NOT NULL, kind text NOT NULL, call_id text,
-        principal text, tool text, event_id text UNIQUE, body text NOT NULL,
-        prev_hash text NOT NULL, hash text NOT NULL)""",
-    "CREATE INDEX audit_by_kind ON audit (kind, seq)",
     # One round trip per batch: lock the head, chain the entries from its hash, insert them,
     # move the head. The hash of entry i is sha256(prev hash || its record's canonical JSON),
     # the record spliced from its parts: '{"body":' || body || mid || seq || tail (the client
@@ -93,10 +123,5 @@ EVENT_TABLES: Final = (
                     AS t (stamp, kind, call, principal, tool, event, body, prev, hash, i);
             UPDATE audit_head SET seq = head_seq + n, hash = chained WHERE one = 1;
         END $$""",
-    """CREATE TABLE audit_head (
-        one integer PRIMARY KEY CHECK (one = 1), seq bigint NOT NULL, hash text NOT NULL)""",
-    "INSERT INTO audit_head (one, seq, hash) VALUES (1, 0, repeat('0', 64))",
-    """CREATE TABLE webhook_claims (
-        event_id text NOT NULL, webhook text NOT NULL, replica text NOT NULL,
-        claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (event_id, webhook))""",
 )
+"""Schema version 2: the appends as they are now (`EventLog`, `PostgresAuditLog`)."""

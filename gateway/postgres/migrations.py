@@ -14,7 +14,7 @@ from typing import Final
 import asyncpg
 
 from gateway.approvals.errors import PendingStoreError
-from gateway.postgres.event_tables import EVENT_TABLES
+from gateway.postgres.event_tables import EVENT_TABLES, EVENT_TABLES_V2
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SchemaStatus", "migrate", "schema_status", "too_new"]
 
@@ -43,11 +43,9 @@ _V1: Final = (
     """CREATE TABLE tool_pins (
         server text NOT NULL, tool text NOT NULL, record jsonb NOT NULL,
         PRIMARY KEY (server, tool))""",
-    # ``json``, not ``jsonb``: a session's state is written and read whole, often (see
-    # `gateway.postgres.session_book`), and never queried inside.
     """CREATE TABLE sessions (
         key text PRIMARY KEY, version bigint NOT NULL,
-        updated_at double precision NOT NULL, state json NOT NULL)""",
+        updated_at double precision NOT NULL, state jsonb NOT NULL)""",
     """CREATE TABLE grants (
         id text PRIMARY KEY, scope text NOT NULL, tool text NOT NULL, rule_id text,
         principal text, session_id text, tenant text,
@@ -62,7 +60,13 @@ _V1: Final = (
         key text PRIMARY KEY, tat double precision NOT NULL, fit boolean NOT NULL)""",
     "CREATE INDEX rate_counters_by_tat ON rate_counters (tat)",
 )
-MIGRATIONS: Final = ((*_V1, *EVENT_TABLES),)
+_V2: Final = (
+    # ``json``, not ``jsonb``: a session's state is written and read whole, often (see
+    # `gateway.postgres.session_book`), and never queried inside.
+    "ALTER TABLE sessions ALTER COLUMN state TYPE json USING state::json",
+    *EVENT_TABLES_V2,
+)
+MIGRATIONS: Final = ((*_V1, *EVENT_TABLES), _V2)
 """Migration ``n`` (from 0) takes the schema from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

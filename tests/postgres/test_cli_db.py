@@ -18,6 +18,7 @@ from gateway.approvals.errors import PendingStoreError
 from gateway.doctor import diagnose
 from gateway.gateway import Gateway
 from gateway.postgres.database import Database
+from gateway.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 
 
 async def lockgate(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -45,18 +46,19 @@ async def test_status_migrate_and_doctor_walk_a_new_schema_to_current(tmp_path: 
     where = f"PostgreSQL at 127.0.0.1:5432/postgres (schema {schema})"
     assert before.returncode == 1
     assert before.stdout.decode() == (
-        f"{where}: schema version 0, 1 expected: run lockgate db migrate "
+        f"{where}: schema version 0, {SCHEMA_VERSION} expected: run lockgate db migrate "
         "(the gateway also migrates when it starts)\n"
     )
     outputs = sorted(p.stdout.decode() for p in (first, second))
     assert [p.returncode for p in (first, second)] == [0, 0]
     assert outputs == [
-        f"{where}: migrated from schema version 0 to 1\n",
-        f"{where}: schema version 1, nothing to migrate\n",
+        f"{where}: migrated from schema version 0 to {SCHEMA_VERSION}\n",
+        f"{where}: schema version {SCHEMA_VERSION}, nothing to migrate\n",
     ]  # two at once: the advisory lock makes one migrate and the other find it done
-    assert [row[0] for row in versions] == [1]
+    assert [row[0] for row in versions] == list(range(1, SCHEMA_VERSION + 1))
     assert doctor.returncode == 0
-    assert f"ok    storage   {where}: schema version 1 (up to date)\n" in doctor.stdout.decode()
+    up_to_date = f"ok    storage   {where}: schema version {SCHEMA_VERSION} (up to date)\n"
+    assert up_to_date in doctor.stdout.decode()
     assert doctor.stdout.decode().endswith("no problems found\n")
 
 
@@ -105,7 +107,45 @@ async def test_a_newer_schema_is_refused_naming_both_versions_and_doctor_wants_a
             async with Gateway.from_config(config):
                 pass
     assert status.returncode == 1
-    assert "schema version 7 is newer than this lockgate (knows up to 1)" in status.stdout.decode()
+    newer_text = f"schema version 7 is newer than this lockgate (knows up to {SCHEMA_VERSION})"
+    assert newer_text in status.stdout.decode()
     newer, unsealed = checks["storage"].problems
     assert newer == status.stdout.decode().strip()
     assert unsealed.startswith("approvals.request_state_key is unset: each replica seals")
+
+
+async def test_a_schema_at_version_1_is_migrated_and_keeps_its_sessions_and_events() -> None:
+    async with fresh_schema() as schema:
+        conn = await asyncpg.connect(PG_DSN)
+        try:
+            await _schema_at_version_1(conn, schema)
+            assert await migrate(conn, schema, "test") == (1, SCHEMA_VERSION)
+            state = await conn.fetchval(f'SELECT state::text FROM "{schema}".sessions')
+            body = await conn.fetchval(f'SELECT body::text FROM "{schema}".events')
+            await conn.execute(f'SET search_path TO "{schema}"')
+            appended = await conn.fetch(
+                "SELECT * FROM append_events($1, 'r', $2::json[], 'c', 't', 0, 10)",
+                ["e-2"],
+                ['{"id": "e-2"}'],
+            )
+        finally:
+            await conn.close()
+    assert state == '{"calls": 3}'
+    assert body == '{"id": "e-1"}'
+    assert [row[1] for row in appended] == ["e-1", "e-2"]
+
+
+async def _schema_at_version_1(conn: asyncpg.Connection, schema: str) -> None:
+    """``schema`` as version 1 made it, with a session and an event in it."""
+    await conn.execute(f'CREATE SCHEMA "{schema}"')
+    await conn.execute(f'SET search_path TO "{schema}"')
+    for statement in MIGRATIONS[0]:
+        await conn.execute(statement)
+    await conn.execute(
+        "CREATE TABLE schema_version (version integer PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    await conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    await conn.execute("INSERT INTO sessions VALUES ('k', 1, 0, '{\"calls\": 3}')")
+    await conn.execute("""SELECT append_events('{e-1}', 'r', ARRAY['{"id": "e-1"}'::jsonb], 'c')""")
+    await conn.execute("RESET search_path")
