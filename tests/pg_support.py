@@ -40,11 +40,16 @@ async def fresh_schema() -> AsyncIterator[str]:
     try:
         yield name
     finally:
-        conn = await asyncpg.connect(PG_DSN)
-        try:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-        finally:
-            await conn.close()
+        await drop_schema(name)
+
+
+async def drop_schema(name: str) -> None:
+    """Drop schema ``name`` and its tables, if it exists."""
+    conn = await asyncpg.connect(PG_DSN)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    finally:
+        await conn.close()
 
 
 async def restart_postgres() -> None:

@@ -5,6 +5,7 @@ NOTIFY, and recovery that fails only a dead replica's executions."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -44,6 +45,16 @@ def _book(schema: str, *, reads: list[bool] | None = None) -> SharedSessionBook:
 CTX = CallContext(principal=Principal(id="agent:ci"), session_id="s-1")
 
 
+@contextlib.asynccontextmanager
+async def closing(*books: SharedSessionBook) -> AsyncIterator[None]:
+    """Close each book's database pool at the end."""
+    try:
+        yield
+    finally:
+        for book in books:
+            await book._shared.database.close()
+
+
 async def test_a_session_served_by_two_replicas_sees_every_call_even_made_at_once(
     schema: str,
 ) -> None:
@@ -78,11 +89,8 @@ async def test_unread_session_state_is_written_behind_and_still_holds_every_repl
 ) -> None:
     reads = [False]  # the policy reads no session state: no query per call
     a, b = _book(schema, reads=reads), _book(schema, reads=reads)
-    try:
+    async with closing(a, b):
         await _two_replicas_writing_behind(a, b, reads)
-    finally:
-        for book in (a, b):
-            await book._shared.database.close()
 
 
 async def _two_replicas_writing_behind(
@@ -119,7 +127,7 @@ async def test_one_flush_saves_many_sessions_and_merges_only_those_saved_elsewhe
     contexts = [
         CallContext(principal=Principal(id="agent:ci"), session_id=f"s-{n}") for n in range(5)
     ]
-    try:
+    async with closing(a, b):
         for ctx in contexts:  # A: five sessions, saved together
             (await a.ensure(ctx)).record("t__a", {})
             a.changed(ctx)
@@ -134,9 +142,6 @@ async def test_one_flush_saves_many_sessions_and_merges_only_those_saved_elsewhe
             assert state.tool_calls == (
                 {"t__a": 1, "t__b": 1} if ctx is contexts[0] else {"t__a": 1}
             )
-    finally:
-        for book in (a, b):
-            await book._shared.database.close()
 
 
 class HeldSaves(PostgresSessionStore):
@@ -155,11 +160,8 @@ class HeldSaves(PostgresSessionStore):
 async def test_a_call_answered_while_its_session_is_being_merged_is_kept(schema: str) -> None:
     a, held = _book(schema), HeldSaves(_database(schema))
     b = SharedSessionBook(held, on_outage="fail_closed")
-    try:
+    async with closing(a, b):
         await _a_call_during_a_merge(a, b, held)
-    finally:
-        for book in (a, b):
-            await book._shared.database.close()
 
 
 async def _a_call_during_a_merge(

@@ -17,10 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
-import asyncpg
 import pytest
 from mcp import Client
-from pg_support import PG_DSN
+from pg_support import drop_schema
 from readme_support import (
     APPROVER_TOKEN,
     README,
@@ -57,15 +56,7 @@ def recipe(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], str]]:
     try:
         yield tmp_path, env, schema
     finally:
-        anyio.run(_drop, schema)
-
-
-async def _drop(schema: str) -> None:
-    conn = await asyncpg.connect(PG_DSN)
-    try:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    finally:
-        await conn.close()
+        anyio.run(drop_schema, schema)
 
 
 def test_the_recipe_runs_two_replicas_and_a_call_held_on_a_is_decided_on_b(
