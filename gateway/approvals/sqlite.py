@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import sqlite3
 import threading
@@ -14,12 +13,12 @@ from typing import Any, Final, TypeVar
 import anyio.to_thread
 
 from gateway.approvals._query import Query
+from gateway.approvals._rows import decode_record, record_of, row_of
 from gateway.approvals._transitions import Plan, Step
 from gateway.approvals.errors import PendingNotFound, PendingStoreError
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.sqlite_schema import immediate, open_database
 from gateway.approvals.store import PendingListener, PendingStore
-from toolsets.canonical import canonical_json
 
 __all__ = ["SQLitePendingStore"]
 
@@ -33,25 +32,6 @@ _UPDATE: Final = (
     "UPDATE pending_calls SET state = ?, delivered = ?, updated_at = ?, record = ? WHERE id = ?"
 )
 _ORDER: Final = " ORDER BY created_at DESC, rowid DESC"
-
-
-def _record(call: PendingCall) -> str:
-    return canonical_json(call.to_json()).decode()
-
-
-def _row(call: PendingCall) -> tuple[Any, ...]:
-    return (
-        *(call.id, call.kind, call.state, call.principal, call.session_id, call.tool),
-        *(call.args_sha256, int(call.delivered), call.created_at, call.expires_at),
-        *(call.updated_at, _record(call)),
-    )
-
-
-def _decode(record: str) -> PendingCall:
-    try:
-        return PendingCall.from_json(json.loads(record))
-    except (ValueError, TypeError) as exc:
-        raise PendingStoreError(f"Corrupt pending-call record: {exc}") from exc
 
 
 def _select(query: Query) -> tuple[str, builtins.list[Any]]:
@@ -112,7 +92,7 @@ class SQLitePendingStore(PendingStore):
     async def _insert(self, call: PendingCall) -> None:
         def insert(conn: sqlite3.Connection) -> None:
             try:
-                conn.execute(_INSERT, _row(call))
+                conn.execute(_INSERT, row_of(call, int(call.delivered)))
             except sqlite3.IntegrityError as exc:
                 raise ValueError(f"Pending call {call.id!r} already exists") from exc
 
@@ -121,7 +101,7 @@ class SQLitePendingStore(PendingStore):
     async def _load(self, id: str) -> PendingCall | None:
         def load(conn: sqlite3.Connection) -> PendingCall | None:
             row = conn.execute("SELECT record FROM pending_calls WHERE id = ?", (id,)).fetchone()
-            return None if row is None else _decode(row[0])
+            return None if row is None else decode_record(row[0])
 
         return await self._run(load)
 
@@ -129,7 +109,7 @@ class SQLitePendingStore(PendingStore):
         sql, params = _select(query)
 
         def select(conn: sqlite3.Connection) -> builtins.list[PendingCall]:
-            return [_decode(record) for (record,) in conn.execute(sql, params)]
+            return [decode_record(record) for (record,) in conn.execute(sql, params)]
 
         return await self._run(select)
 
@@ -143,11 +123,11 @@ class SQLitePendingStore(PendingStore):
                 ).fetchone()
                 if row is None:
                     raise PendingNotFound(id)
-                step = plan(_decode(row[0]))
+                step = plan(decode_record(row[0]))
                 if step.changed:
                     new = step.call
                     conn.execute(
-                        _UPDATE, (new.state, int(new.delivered), new.updated_at, _record(new), id)
+                        _UPDATE, (new.state, int(new.delivered), new.updated_at, record_of(new), id)
                     )
             return step
 

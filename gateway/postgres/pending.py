@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -30,13 +29,13 @@ import asyncpg
 from anyio.abc import TaskGroup
 
 from gateway.approvals._query import Query
+from gateway.approvals._rows import decode_record, record_of, row_of
 from gateway.approvals._transitions import Plan, Step
-from gateway.approvals.errors import PendingNotFound, PendingStoreError
+from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.store import PendingListener, PendingStore
 from gateway.postgres.database import Conn, Database
 from gateway.postgres.notify import LIVENESS_CLASS, Notifications, new_liveness_key
-from toolsets.canonical import canonical_json
 
 __all__ = ["SAFETY_REREAD", "PostgresPendingStore"]
 
@@ -62,25 +61,6 @@ _ORPHANS: Final = """SELECT record FROM pending_calls p WHERE state = 'executing
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND l.classid::bigint = $1 AND l.objid::bigint = p.owner AND l.objsubid = 2)
     ORDER BY created_at DESC, seq DESC"""
-
-
-def _record(call: PendingCall) -> str:
-    return canonical_json(call.to_json()).decode()
-
-
-def _row(call: PendingCall) -> tuple[Any, ...]:
-    return (
-        *(call.id, call.kind, call.state, call.principal, call.session_id, call.tool),
-        *(call.args_sha256, call.delivered, call.created_at, call.expires_at),
-        *(call.updated_at, _record(call)),
-    )
-
-
-def _decode(record: str) -> PendingCall:
-    try:
-        return PendingCall.from_json(json.loads(record))
-    except (ValueError, TypeError) as exc:
-        raise PendingStoreError(f"Corrupt pending-call record: {exc}") from exc
 
 
 def _select(query: Query) -> tuple[str, builtins.list[Any]]:
@@ -140,7 +120,7 @@ class PostgresPendingStore(PendingStore):
             nonlocal tries
             tries += 1
             try:
-                await conn.execute(_INSERT, *_row(call))
+                await conn.execute(_INSERT, *row_of(call, call.delivered))
             except asyncpg.UniqueViolationError:
                 found = await self._read(conn, call.id)
                 if tries == 1 or found is None or found[1] != call:  # else: try 1 committed
@@ -159,13 +139,13 @@ class PostgresPendingStore(PendingStore):
         sql, params = _select(query)
 
         async def select(conn: Conn) -> builtins.list[PendingCall]:
-            return [_decode(row[0]) for row in await conn.fetch(sql, *params)]
+            return [decode_record(row[0]) for row in await conn.fetch(sql, *params)]
 
         return await self.database.run(select)
 
     async def _orphans(self) -> builtins.list[PendingCall]:
         async def select(conn: Conn) -> builtins.list[PendingCall]:
-            return [_decode(row[0]) for row in await conn.fetch(_ORPHANS, LIVENESS_CLASS)]
+            return [decode_record(row[0]) for row in await conn.fetch(_ORPHANS, LIVENESS_CLASS)]
 
         return await self.database.run(select)
 
@@ -186,7 +166,7 @@ class PostgresPendingStore(PendingStore):
                     return step
                 new = step.call
                 attempt = (version + 1, new)
-                args = (new.state, new.delivered, new.updated_at, _record(new), self.liveness_key)
+                args = (new.state, new.delivered, new.updated_at, record_of(new), self.liveness_key)
                 if await conn.fetchval(_CAS + " RETURNING version", id, version, *args):
                     return step
                 attempt = None  # lost the compare-and-set: read and plan again
@@ -250,7 +230,7 @@ class PostgresPendingStore(PendingStore):
 
     async def _read(self, conn: Conn, id: str) -> tuple[int, PendingCall] | None:
         row = await conn.fetchrow(_READ, id)
-        return None if row is None else (int(row[0]), _decode(row[1]))
+        return None if row is None else (int(row[0]), decode_record(row[1]))
 
     def _wake(self, id: str) -> None:
         """Another replica (or this one) changed ``id``: its waiters read it again."""
