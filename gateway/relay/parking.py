@@ -22,13 +22,11 @@ import math
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from types import TracebackType
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import mcp_types as types
-from anyio.abc import TaskGroup
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, ErrorData
 from pydantic import BaseModel, ValidationError
 
@@ -36,6 +34,7 @@ from toolsets.context import CallContext, ProgressCallback
 from toolsets.errors import RelayRefused
 from toolsets.peer import ClientPeer, method_of, result_type_of
 from toolsets.result import ToolResult
+from toolsets.task_owner import TaskOwner
 
 __all__ = ["ANSWER_TTL", "MAX_WAITING", "STATE_PREFIX", "Outcome", "Parking"]
 
@@ -136,7 +135,7 @@ class _Parked:
         self.changed.set()
 
 
-class Parking:
+class Parking(TaskOwner):
     """Parked 2026-07-28 calls (see the module docstring); an async context manager owning
     their tasks.
 
@@ -149,7 +148,6 @@ class Parking:
         self.ttl = ttl
         self.max_waiting = max_waiting
         self._waiting: dict[str, _Parked] = {}
-        self._tg: TaskGroup | None = None
 
     @staticmethod
     def owns(state: str | None) -> bool:
@@ -251,20 +249,5 @@ class Parking:
         requests = {question.key: question.request for question in questions}
         return types.InputRequiredResult(input_requests=requests, request_state=token)
 
-    async def __aenter__(self) -> Parking:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        tg, self._tg = self._tg, None
+    def _stopping(self) -> None:
         self._waiting.clear()
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
-        return None

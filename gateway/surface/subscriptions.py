@@ -14,15 +14,14 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Self
 
 import anyio
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 
 from gateway.surface.routes import Route, Routes
 from gateway.surface.upstream import UpstreamSurface
 from toolsets.errors import ResourceNotFound, UpstreamError
+from toolsets.task_owner import TaskOwner
 
 __all__ = ["Subscriptions"]
 
@@ -33,7 +32,7 @@ MIN_RETRY, MAX_RETRY = 0.5, 30.0
 """Seconds between attempts to reopen a listen stream that ended (doubling)."""
 
 
-class Subscriptions:
+class Subscriptions(TaskOwner):
     """Reference-counted upstream subscriptions (see the module docstring); enter to run."""
 
     def __init__(self, routes: Routes) -> None:
@@ -41,7 +40,6 @@ class Subscriptions:
         self._counts: dict[Key, int] = {}
         self._streams: dict[Key, anyio.CancelScope] = {}
         self._locks = {server: anyio.Lock() for server in routes.upstreams}
-        self._tg: TaskGroup | None = None
 
     def held(self, server: str, uri: str) -> bool:
         """Whether some session holds a subscription to ``server``'s ``uri``."""
@@ -162,20 +160,3 @@ class Subscriptions:
                 raise
             log.info("server %s: the subscription to %r ended: %s", upstream.name, uri, exc)
         return min(max(2 * delay, MIN_RETRY), MAX_RETRY)
-
-    async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        tg, self._tg = self._tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
-        return None
