@@ -13,7 +13,7 @@ import re
 import secrets
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -42,7 +42,7 @@ def exported(name: str) -> str:
 
 
 @pytest.fixture
-def recipe(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], str]]:
+async def recipe(tmp_path: Path) -> AsyncIterator[tuple[Path, dict[str, str], str]]:
     """A copy of ``configs/`` whose replicas config names a fresh schema; the environment the
     recipe exports; the schema (dropped at the end)."""
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
@@ -56,10 +56,10 @@ def recipe(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], str]]:
     try:
         yield tmp_path, env, schema
     finally:
-        anyio.run(drop_schema, schema)
+        await drop_schema(schema)
 
 
-def test_the_recipe_runs_two_replicas_and_a_call_held_on_a_is_decided_on_b(
+async def test_the_recipe_runs_two_replicas_and_a_call_held_on_a_is_decided_on_b(
     recipe: tuple[Path, dict[str, str], str],
 ) -> None:
     workdir, env, _ = recipe
@@ -78,7 +78,7 @@ def test_the_recipe_runs_two_replicas_and_a_call_held_on_a_is_decided_on_b(
     ports = {"8765": str(a), "8766": str(b)}
     replicas = [_serve(command, workdir, env, ports) for command in (serve_a, serve_b)]
     try:
-        _hold_on_a_and_approve_on_b(workdir, env, a, (listing, approve), ports)
+        await _hold_on_a_and_approve_on_b(workdir, env, a, (listing, approve), ports)
     finally:
         for replica in replicas:
             replica.terminate()
@@ -102,20 +102,16 @@ def _serve(
     return replica
 
 
-def _hold_on_a_and_approve_on_b(
+async def _hold_on_a_and_approve_on_b(
     workdir: Path, env: dict[str, str], a: int, commands: tuple[str, str], ports: dict[str, str]
 ) -> None:
     """The README's Python snippet (an MCP client) holds a call on A; the README's commands
     list and approve it on B; the held call completes on A."""
     listing, approve = commands
-
-    async def main() -> str:
-        async with Client(f"http://127.0.0.1:{a}/mcp") as client, anyio.create_task_group() as tg:
-            tg.start_soon(_approve_on_b, workdir, env, listing, approve, ports)
-            result = await client.call_tool("files__write_file", {"path": ".env", "content": "K=1"})
-        return str(getattr(result.content[0], "text", ""))
-
-    assert "wrote 3 bytes" in anyio.run(main)
+    async with Client(f"http://127.0.0.1:{a}/mcp") as client, anyio.create_task_group() as tg:
+        tg.start_soon(_approve_on_b, workdir, env, listing, approve, ports)
+        result = await client.call_tool("files__write_file", {"path": ".env", "content": "K=1"})
+    assert "wrote 3 bytes" in str(getattr(result.content[0], "text", ""))
     assert (workdir / "var" / "workspace" / ".env").read_text() == "K=1"
 
 
