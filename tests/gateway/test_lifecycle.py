@@ -208,3 +208,28 @@ def test_sigterm_stops_stdio_promptly_with_its_upstreams(
     assert time.monotonic() - stopping < STOPPED_WITHIN
     assert b"Traceback" not in stderr
     assert wait_gone(marker) == []
+
+
+def test_upstreams_that_outlive_their_input_are_stopped_together_not_one_after_another(
+    tmp_path: Path, marker: str
+) -> None:
+    # Each writes a line (it has started) and then ignores the end of its input: each needs the
+    # whole grace period (2 s) and then its process tree terminated. Stopped one after another,
+    # three would take over 6 s.
+    stubborn = "import sys, time; print('{}', flush=True); time.sleep(60)"
+    servers = [
+        {"name": f"stubborn{n}", "command": sys.executable, "args": ["-c", stubborn, marker]}
+        for n in range(3)
+    ]
+    config = write_config(tmp_path, servers)
+    with start_stdio(config) as process:
+        stdio_initialize(process)
+        deadline = time.monotonic() + 10
+        while len(processes_with(marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)  # each has written its line by now (they print first thing)
+        stopping = time.monotonic()
+        process.communicate(timeout=20)
+    took = time.monotonic() - stopping
+    assert 2.0 <= took < 2.0 + STOPPED_WITHIN, f"stopping took {took:.1f} s"
+    assert wait_gone(marker) == []
