@@ -129,6 +129,7 @@ async def test_the_api_of_either_replica_lists_the_same_held_calls(replicas: Rep
         assert found["id"] == held["id"]
 
 
+@pytest.mark.serial  # restarts the server every test worker uses: runs alone
 async def test_a_postgres_restart_loses_no_decision_and_doubles_no_execution(
     replicas: Replicas,
 ) -> None:
