@@ -146,20 +146,23 @@ class SharedSessionBook(SessionBook):
         try:
             saved = await self._shared.save_all_if({k: (mine[k], known[k]) for k in states})
         except BaseException as exc:
-            for key, state in states.items():  # kept for the next try
-                self._dirty.setdefault(key, self._states.get(key, state))
+            for key, state in states.items():
+                self._unsaved(key, state)
             if not isinstance(exc, StoreUnavailable):
                 raise
             log.error("session states not saved (kept for the next try): %s", exc)
             return []
-        lost = []
         for key, state in states.items():
             if key in saved:
                 self._saved(key, saved[key], mine[key], mine[key], state)
             else:  # another replica saved first: merged one by one
-                self._dirty.setdefault(key, self._states.get(key, state))
-                lost.append(key)
-        return lost
+                self._unsaved(key, state)
+        return [key for key in states if key not in saved]
+
+    def _unsaved(self, key: str, state: SessionState) -> None:
+        """``state`` (taken from ``_dirty`` to be saved) was not saved: it stays to be saved,
+        unless a call changed the session meanwhile (then its newer state is there)."""
+        self._dirty.setdefault(key, self._states.get(key, state))
 
     async def _save_logged(self, key: str) -> None:
         try:
@@ -174,7 +177,7 @@ class SharedSessionBook(SessionBook):
         try:
             await self._save_state(key, state)
         except BaseException:
-            self._dirty.setdefault(key, self._states.get(key, state))
+            self._unsaved(key, state)
             raise
 
     async def _save_state(self, key: str, state: SessionState) -> None:

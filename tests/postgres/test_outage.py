@@ -5,8 +5,10 @@ gateway recovers by itself once the database is back. The outage is a cut TCP li
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from approvals_e2e_support import marker, pending_meta, text_of
@@ -26,29 +28,31 @@ async def link() -> AsyncIterator[CuttableLink]:
         yield link
 
 
-async def _served(tmp_path: Path, link: CuttableLink, schema: str, on_outage: str) -> Gateway:
-    config = replica_config(
-        tmp_path, schema, dsn=link.dsn, on_outage=on_outage, connect_timeout=0.5
-    )
-    return Gateway.from_config(config)
+@contextlib.asynccontextmanager
+async def _client(tmp_path: Path, link: CuttableLink, on_outage: str) -> AsyncIterator[Any]:
+    """A client of a gateway on a fresh schema through ``link``, its first call made (all up)."""
+    async with fresh_schema() as schema:
+        config = replica_config(
+            tmp_path, schema, dsn=link.dsn, on_outage=on_outage, connect_timeout=0.5
+        )
+        async with (
+            serve_asgi(build_app(Gateway.from_config(config))) as base,
+            session_client(f"{base}/mcp", "auto") as client,
+        ):
+            await client.call_tool(BUDGET_TOOL, {"value": marker("free")})
+            yield client
 
 
 async def test_an_outage_fails_held_calls_closed_serves_allowed_ones_and_recovers(
     tmp_path: Path, link: CuttableLink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LOCKGATE_REPLICA", "solo")
-    async with fresh_schema() as schema:
-        gateway = await _served(tmp_path, link, schema, "serve_allowed")
-        async with (
-            serve_asgi(build_app(gateway)) as base,
-            session_client(f"{base}/mcp", "auto") as client,
-        ):
-            await client.call_tool(BUDGET_TOOL, {"value": marker("free")})  # all up
-            link.cut()
-            allowed = await client.call_tool(BUDGET_TOOL, {"value": marker("free")})
-            refused = await client.call_tool(HELD, {"value": marker("held")})
-            link.restore()
-            held = await client.call_tool(HELD, {"value": marker("held-later")})
+    async with _client(tmp_path, link, "serve_allowed") as client:
+        link.cut()
+        allowed = await client.call_tool(BUDGET_TOOL, {"value": marker("free")})
+        refused = await client.call_tool(HELD, {"value": marker("held")})
+        link.restore()
+        held = await client.call_tool(HELD, {"value": marker("held-later")})
     assert text_of(allowed).startswith("recorded ")
     assert refused.is_error
     assert text_of(refused).startswith("Not executed: PostgreSQL at 127.0.0.1:")
@@ -60,17 +64,11 @@ async def test_fail_closed_refuses_even_allowed_calls_while_the_database_is_away
     tmp_path: Path, link: CuttableLink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LOCKGATE_REPLICA", "solo")
-    async with fresh_schema() as schema:
-        gateway = await _served(tmp_path, link, schema, "fail_closed")
-        async with (
-            serve_asgi(build_app(gateway)) as base,
-            session_client(f"{base}/mcp", "auto") as client,
-        ):
-            await client.call_tool(BUDGET_TOOL, {"value": marker("free")})  # all up
-            link.cut()
-            refused = await client.call_tool(BUDGET_TOOL, {"value": marker("free")})
-            link.restore()
-            allowed = await client.call_tool(BUDGET_TOOL, {"value": marker("free")})
+    async with _client(tmp_path, link, "fail_closed") as client:
+        link.cut()
+        refused = await client.call_tool(BUDGET_TOOL, {"value": marker("free")})
+        link.restore()
+        allowed = await client.call_tool(BUDGET_TOOL, {"value": marker("free")})
     assert refused.is_error
     assert "is unreachable" in text_of(refused)
     assert text_of(allowed).startswith("recorded ")
