@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.cli import main
+from gateway.cli.policy import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = str(FIXTURES / "approval_options.yaml")

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from support import full
 
-from gateway.cli_events import main, register
+from gateway.cli.events import main, register
 from gateway.events import Event, EventBus
 from gateway.events.audit import GENESIS, AuditLog, anchor_path, read_tail
 from gateway.events.audit_sink import AuditSink
@@ -195,7 +195,7 @@ async def test_cli_tail_prints_lines_or_json(
 async def test_cli_verify_as_a_subprocess(tmp_path: Path) -> None:
     db = tmp_path / "audit.db"
     await make_log(db)
-    command = [sys.executable, "-m", "gateway.cli_events", "audit", "verify", "--db", str(db)]
+    command = [sys.executable, "-m", "gateway.cli.events", "audit", "verify", "--db", str(db)]
     with anyio.fail_after(60):
         clean = await anyio.run_process(command, check=False)
         tamper(db, "UPDATE audit SET tool = 'other' WHERE seq = 5")

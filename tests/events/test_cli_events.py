@@ -28,7 +28,7 @@ def app_for(bus: EventBus) -> Starlette:
 
 
 async def tail(base: str, *extra: str) -> anyio.abc.Process:
-    command = [sys.executable, "-m", "gateway.cli_events", "events", "tail", "--url", base, *extra]
+    command = [sys.executable, "-m", "gateway.cli.events", "events", "tail", "--url", base, *extra]
     return await anyio.open_process(command, env=os.environ | {"LOCKGATE_TOKEN": "sub-token"})
 
 
@@ -75,7 +75,7 @@ async def test_tail_with_a_wrong_token_is_a_one_line_user_error(http_server: Ser
     bus = EventBus("gw")
     with anyio.fail_after(60):
         async with http_server(app_for(bus)) as base:
-            command = [sys.executable, "-m", "gateway.cli_events", "events", "tail"]
+            command = [sys.executable, "-m", "gateway.cli.events", "events", "tail"]
             result = await anyio.run_process(
                 [*command, "--url", base, "--token", "nope"], check=False
             )

@@ -16,8 +16,8 @@ import anyio
 import pytest
 from support import write_config
 
-from gateway.cli import build_parser
-from gateway.cli_replay import since_timestamp
+from gateway.cli.main import build_parser
+from gateway.cli.replay import since_timestamp
 from gateway.events.audit import read_entries
 from gateway.gateway import Gateway
 from policies import PolicyEngine
@@ -265,7 +265,15 @@ def test_a_bad_since_is_a_usage_error(audit: Path, capsys: pytest.CaptureFixture
 
 def test_a_missing_audit_log_is_one_line_naming_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "var" / "audit.db"
-    command = [sys.executable, "-m", "gateway.cli", "policy", "replay", "--audit", str(missing)]
+    command = [
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        "policy",
+        "replay",
+        "--audit",
+        str(missing),
+    ]
     done = subprocess.run([*command, str(NEW)], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (

@@ -10,7 +10,7 @@ import sys
 import pytest
 from policy_support import DEFAULT_CASES, DEFAULT_POLICY, FIXTURES, REPO, engine
 
-from policies.cli import register
+from gateway.cli.policy import register
 
 EFFECTS = str(FIXTURES / "effects.yaml")
 
@@ -173,7 +173,7 @@ def test_test_reports_an_invalid_case_file_with_locations(
 
 def test_the_module_runs_as_a_command() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "policies.cli", "policy", "test", str(DEFAULT_CASES)],
+        [sys.executable, "-m", "gateway.cli.policy", "policy", "test", str(DEFAULT_CASES)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -187,7 +187,7 @@ def test_the_module_runs_as_a_command() -> None:
 def test_the_module_reports_errors_without_a_traceback() -> None:
     bad = FIXTURES / "errors" / "cel_variable.yaml"
     result = subprocess.run(
-        [sys.executable, "-m", "policies.cli", "policy", "check", str(bad)],
+        [sys.executable, "-m", "gateway.cli.policy", "policy", "check", str(bad)],
         cwd=REPO,
         capture_output=True,
         text=True,

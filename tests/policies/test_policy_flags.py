@@ -12,9 +12,9 @@ import pytest
 import yaml
 from policy_support import FIXTURES, who
 
+from gateway.cli.policy import register
 from policies import PolicyEngine
 from policies.cases import run_case_file
-from policies.cli import register
 from policies.engine import FLAG_REASONS
 from policies.schema import SCHEMA_FILES
 from toolsets.errors import PolicyError

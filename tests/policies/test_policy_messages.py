@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from policy_support import FIXTURES, tool, who
 
+from gateway.cli.policy import register
 from policies import PolicyEngine, SessionState
-from policies.cli import register
 from policies.messages import MAX_VALUE_CHARS, render_value
 from toolsets.errors import PolicyError
 

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from policy_support import FIXTURES, tool, who
 
+from gateway.cli.policy import register
 from policies import PolicyEngine, SessionState
 from policies.cases import run_case_file
-from policies.cli import register
 from policies.gates import require_first_message
 from policies.schema import SCHEMA_FILES
 from toolsets.errors import ConfigIssue, PolicyError

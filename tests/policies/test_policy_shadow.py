@@ -15,11 +15,11 @@ import pytest
 from policy_support import FIXTURES, tool, who
 from support import write_config
 
+from gateway.cli.policy import register
 from gateway.events.audit import read_entries
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from policies import PolicyEngine
-from policies.cli import register
 from toolsets.context import CallContext, Principal
 from toolsets.decision import ShadowMatch
 

@@ -12,8 +12,8 @@ import yaml
 from policy_support import FIXTURES, tool, who
 from rate_limit_support import LIMITS
 
+from gateway.cli.policy import main as policy_main
 from policies import PolicyEngine
-from policies.cli import main as policy_main
 from policies.schema import SCHEMA_FILES
 from toolsets.errors import PolicyError
 from toolsets.rates import Rate, RateLimit

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from policy_support import FIXTURES
 
-from policies.cli import main
+from gateway.cli.policy import main
 
 SURFACE = FIXTURES / "surface"
 POLICY = str(SURFACE / "surface.yaml")

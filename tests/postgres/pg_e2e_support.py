@@ -81,7 +81,16 @@ class Replicas:
 
 
 def _command(config: Path, port: int) -> list[str]:
-    return [sys.executable, "-m", "gateway.cli", "serve", "-c", str(config), "--port", str(port)]
+    return [
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        "serve",
+        "-c",
+        str(config),
+        "--port",
+        str(port),
+    ]
 
 
 async def _drain(replica: Replica, serving: anyio.Event) -> None:

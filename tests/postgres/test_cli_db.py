@@ -15,7 +15,7 @@ from pg_support import PG_DSN, fresh_schema, pg_settings, pg_storage
 from support import free_port, write_config
 
 from gateway.approvals.errors import PendingStoreError
-from gateway.doctor import diagnose
+from gateway.cli.doctor import diagnose
 from gateway.gateway import Gateway
 from gateway.postgres.database import Database
 from gateway.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, migrate

@@ -14,10 +14,10 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from gateway.cli_events import DEFAULT_AUDIT_DB
+from gateway.cli.events import DEFAULT_AUDIT_DB
+from gateway.cli.policy import Subparsers
 from gateway.events.audit import read_entries
 from gateway.policy_replay import READ_KINDS, DiffRow, ReplayReport, replay
-from policies.cli import Subparsers
 from policies.durations import parse_duration
 from policies.engine import PolicyEngine
 from toolsets.errors import ConfigError
@@ -28,7 +28,7 @@ PROG: Final = "lockgate policy replay"
 
 
 def register(commands: Subparsers) -> None:
-    """Add ``replay`` to the ``policy`` command's sub-parsers (see `policies.cli.register`)."""
+    """Add ``replay`` to the ``policy`` command's sub-parsers (see `gateway.cli.policy`)."""
     parser = commands.add_parser(
         "replay",
         help="re-decide every call of an audit log with new policy files; show what changes",

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from gateway._cli_rest import aligned, api_request, connection_options, iso, print_listing
+from gateway.cli._rest import aligned, api_request, connection_options, iso, print_listing
 
 __all__ = ["register"]
 

@@ -210,7 +210,7 @@ async def stream_events(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the event and audit commands on their own (``python -m gateway.cli_events``)."""
+    """Run the event and audit commands on their own (``python -m gateway.cli.events``)."""
     parser = argparse.ArgumentParser(prog="lockgate")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -252,7 +252,7 @@ def register(subparsers: Subparsers, extra: Sequence[Registrar] = ()) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``policy`` sub-commands standalone (``python -m policies.cli policy check FILE``)."""
+    """Run ``policy`` sub-commands standalone (``python -m gateway.cli.policy policy check F``)."""
     parser = argparse.ArgumentParser(prog="lockgate", description="lockgate policy tools")
     register(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
     args = parser.parse_args(argv)

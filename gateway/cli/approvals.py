@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from gateway._cli_rest import (
+from gateway.cli._rest import (
     ApiError,
     ago,
     api_request,
@@ -20,7 +20,7 @@ from gateway._cli_rest import (
     iso,
     print_listing,
 )
-from gateway.cli_events import format_event, stream_events
+from gateway.cli.events import format_event, stream_events
 from gateway.events.model import Event
 
 __all__ = ["ApiError", "api_request", "connection_options", "register"]

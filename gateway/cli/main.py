@@ -14,20 +14,18 @@ from typing import Any
 
 import anyio
 
-from gateway import (
-    cli_approvals,
-    cli_db,
-    cli_events,
-    cli_grants,
-    cli_pins,
-    cli_replay,
-    cli_scripts,
-    doctor,
-)
+from gateway.cli import approvals as cli_approvals
+from gateway.cli import db as cli_db
+from gateway.cli import doctor
+from gateway.cli import events as cli_events
+from gateway.cli import grants as cli_grants
+from gateway.cli import pins as cli_pins
+from gateway.cli import policy as policy_cli
+from gateway.cli import replay as cli_replay
+from gateway.cli import scripts as cli_scripts
 from gateway.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
-from policies import cli as policy_cli
 from toolsets._sdk_compat import check_sdk
 from toolsets.errors import LockgateError
 from toolsets.result import ToolResult

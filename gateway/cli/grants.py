@@ -11,7 +11,7 @@ import argparse
 import time
 from typing import Any
 
-from gateway._cli_rest import ago, aligned, api_request, connection_options, print_listing
+from gateway.cli._rest import ago, aligned, api_request, connection_options, print_listing
 
 __all__ = ["register"]
 
