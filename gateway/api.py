@@ -19,7 +19,7 @@ from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.holding import Holding
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
-from gateway.auth import Authenticator, Identity, Role, bearer_token
+from gateway.auth.tokens import Authenticator, Identity, Role, bearer_token
 from gateway.events.scopes import approver_scope, subscriber_scope
 from gateway.events.sse import Visible, events_endpoint
 from gateway.gateway import Gateway

@@ -20,7 +20,7 @@ from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import PendingListener, PendingStore
-from gateway.config import GatewayConfig, ServerConfig, function_specs
+from gateway.config.model import GatewayConfig, ServerConfig, function_specs
 from gateway.event_parts import EventParts, event_parts, folder_for
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver

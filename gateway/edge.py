@@ -8,7 +8,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.auth import Authenticator, Identity, bearer_token
+from gateway.auth.tokens import Authenticator, Identity, bearer_token
 from gateway.downstream import PRINCIPAL_SCOPE_KEY
 from toolsets.context import ANONYMOUS
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.config import GatewayConfig
+from gateway.config.model import GatewayConfig
 from gateway.events.audit import AuditLog
 from gateway.events.audit_sink import AuditSink, AuditWriter
 from gateway.events.bus import EventBus

@@ -17,7 +17,7 @@ from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.store import PendingStore
 from gateway.compose import compose
-from gateway.config import GatewayConfig, load_config
+from gateway.config.model import GatewayConfig, load_config
 from gateway.events import types as event_types
 from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink

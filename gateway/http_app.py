@@ -16,8 +16,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api import api_routes
-from gateway.auth import Authenticator
-from gateway.config import ListenConfig
+from gateway.auth.tokens import Authenticator
+from gateway.config.model import ListenConfig
 from gateway.downstream import build_server
 from gateway.edge import AgentAuthMiddleware
 from gateway.fast_path import FastPath

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from mcp.server.stdio import stdio_server
 
-from gateway.auth import Authenticator
+from gateway.auth.tokens import Authenticator
 from gateway.downstream import build_server
 from gateway.gateway import Gateway
 from gateway.stdio_fast_path import LineWriter, StdioFastPath

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gateway.approvals.sqlite_schema import SCHEMA_VERSION as SQLITE_VERSION
 from gateway.approvals.sqlite_schema import open_database
-from gateway.config import GatewayConfig
+from gateway.config.model import GatewayConfig
 from gateway.postgres.settings import PostgresSettings
 from toolsets.errors import LockgateError
 

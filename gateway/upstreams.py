@@ -11,7 +11,7 @@ from mcp import StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.config import GatewayConfig, ServerConfig, python_command
+from gateway.config.model import GatewayConfig, ServerConfig, python_command
 from toolsets._sdk_compat import TransportStreams
 from toolsets.abstract import ToolsChangedHandler
 from toolsets.http_limit import ResponseLimit

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import anyio
 
-from gateway.config import GatewayConfig, load_config
+from gateway.config.model import GatewayConfig, load_config
 from gateway.storage_check import storage_status
 from policies import PolicyHolder
 from toolsets.errors import ConfigError, LockgateError
@@ -66,9 +66,9 @@ async def _storage(config: GatewayConfig) -> Check:
 
 
 def _identity_check() -> IdentityCheck | None:
-    """The JWT settings' own check (`gateway.jwt_auth.check_identity`), when it is there."""
+    """The JWT settings' own check (`gateway.auth.jwt.check_identity`), when it is there."""
     try:
-        module = importlib.import_module("gateway.jwt_auth")
+        module = importlib.import_module("gateway.auth.jwt")
     except ImportError:
         return None
     check: IdentityCheck | None = getattr(module, "check_identity", None)

@@ -17,7 +17,7 @@ from typing import Any, Final, TextIO
 import anyio
 import httpx2
 
-from gateway.config import load_config
+from gateway.config.model import load_config
 from gateway.events.audit import AuditEntry, read_tail
 from gateway.events.audit_verify import VerifyReport, verify
 from gateway.events.model import Event

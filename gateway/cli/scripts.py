@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gateway.config import GatewayConfig, load_config
+from gateway.config.model import GatewayConfig, load_config
 from toolsets.errors import ConfigError, LockgateError
 from toolsets.prefixed import SEPARATOR
 

@@ -20,7 +20,7 @@ from gateway.postgres.sessions import PostgresSessionStore
 from gateway.postgres.settings import PostgresSettings
 
 if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
+    from gateway.config.model import GatewayConfig
 
 __all__ = ["PostgresBackend"]
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from toolsets.errors import ConfigError, ConfigIssue
 
 if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
+    from gateway.config.model import GatewayConfig
 
 __all__ = ["OnOutage", "PostgresSettings", "dsn_problem", "redact_dsn"]
 

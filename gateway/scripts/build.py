@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.config import GatewayConfig
+from gateway.config.model import GatewayConfig
 from gateway.scripts.hooks import ScriptHooks
 from gateway.scripts.runtime import Sandbox
 from gateway.scripts.source import read_source

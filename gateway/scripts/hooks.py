@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
-from gateway.scripts.config import HookConfig
+from gateway.config.scripts import HookConfig
 from gateway.scripts.runtime import ScriptFailed
 from gateway.scripts.source import ScriptSource
 from gateway.scripts.toolset import ARGS, ScriptHost, as_result

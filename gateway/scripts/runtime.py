@@ -25,7 +25,7 @@ from pydantic_monty import (
     ResourceLimits,
 )
 
-from gateway.scripts.config import SandboxConfig, ScriptLimits
+from gateway.config.scripts import SandboxConfig, ScriptLimits
 from gateway.scripts.warm import Bound, WarmSessions
 from toolsets.errors import LockgateError
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gateway.config.scripts import ScriptConfig, SourceConfig
 from gateway.scripts._lint import Kind, Usage, entry_problems, sandbox_problems
 from gateway.scripts._probe import probe_sandbox
 from gateway.scripts._signature import (
@@ -24,11 +25,10 @@ from gateway.scripts._signature import (
     run_docs,
     run_input_schema,
 )
-from gateway.scripts.config import ScriptConfig, SourceConfig
 from toolsets.errors import ConfigError, ConfigIssue
 
 if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
+    from gateway.config.model import GatewayConfig
     from policies.yamlfile import Located
 
 __all__ = [

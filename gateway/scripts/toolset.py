@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gateway.scripts.config import ScriptConfig, ScriptLimits
+from gateway.config.scripts import ScriptConfig, ScriptLimits
 from gateway.scripts.host import CallTool, Dispatch, Run, host_modules_used
 from gateway.scripts.runtime import Sandbox, ScriptFailed
 from gateway.scripts.source import ScriptSource, run_description, run_schema

@@ -23,7 +23,7 @@ from mcp.server.subscriptions import (
     ServerEvent,
 )
 
-from gateway.config import GatewayConfig
+from gateway.config.model import GatewayConfig
 from gateway.surface.completions import Completions
 from gateway.surface.guard_protocol import SurfaceGuard
 from gateway.surface.prompts import Prompts

@@ -21,9 +21,9 @@ from auth_support import (
 from jwt.algorithms import RSAAlgorithm
 from support import free_port
 
-from gateway.config import load_config
-from gateway.jwks import MAX_JWKS_BYTES, JwksKeys
-from gateway.jwt_auth import check_identity
+from gateway.auth.jwks import MAX_JWKS_BYTES, JwksKeys
+from gateway.auth.jwt import check_identity
+from gateway.config.model import load_config
 
 
 async def test_an_unknown_kid_is_fetched_for_at_most_once_per_min_refresh() -> None:
@@ -57,7 +57,7 @@ async def test_a_known_kid_is_served_from_the_cache_until_it_is_stale() -> None:
 async def test_a_jwks_outage_keeps_the_keys_and_is_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="gateway.jwks")
+    caplog.set_level(logging.INFO, logger="gateway.auth.jwks")
     idp = Idp(keys=[rsa_key("rsa-1")], max_age=0)
     async with idp.serve() as issuer:
         keys = JwksKeys(f"{issuer}/certs", max_age=600, min_refresh=0)
@@ -67,7 +67,7 @@ async def test_a_jwks_outage_keeps_the_keys_and_is_logged_once(
         idp.failing = False
         after = await keys.keys_for("rsa-1", "RS256")
 
-    messages = [r.getMessage() for r in caplog.records if r.name == "gateway.jwks"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "gateway.auth.jwks"]
     assert all(len(found) == 1 for found in [*during, after])
     assert idp.fetches == 5
     assert len([m for m in messages if "cannot be fetched: HTTP 503" in m]) == 1

@@ -19,10 +19,10 @@ from auth_support import (
 )
 from support import serve_asgi
 
+from gateway.auth.oauth_metadata import WELL_KNOWN, ResourceMetadata
+from gateway.config.jwt import JwtIssuerConfig
 from gateway.gateway import Gateway
 from gateway.http_app import build_app
-from gateway.jwt_config import JwtIssuerConfig
-from gateway.oauth_metadata import WELL_KNOWN, ResourceMetadata
 
 PUBLIC = "https://lockgate.example.com"
 

@@ -9,14 +9,14 @@ import jsonschema_rs
 import pytest
 import yaml
 
-from gateway.schema import SCHEMA_FILE, schema_text
+from gateway.config.schema import SCHEMA_FILE, schema_text
 
 ROOT = Path(__file__).parents[2]
 
 
 def test_the_committed_schema_is_the_generated_one() -> None:
     assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
-        "regenerate with: python -m gateway.schema"
+        "regenerate with: python -m gateway.config.schema"
     )
 
 

@@ -1,6 +1,6 @@
 """The JSON Schema of the gateway config file, generated from its model.
 
-``python -m gateway.schema`` rewrites ``configs/gateway.schema.json``, which YAML editors use
+``python -m gateway.config.schema`` rewrites ``configs/gateway.schema.json``, which YAML editors use
 through the ``# yaml-language-server: $schema=gateway.schema.json`` line of the example config.
 """
 
@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 from typing import Final
 
-from gateway.config import GatewayConfig
+from gateway.config.model import GatewayConfig
 from policies.schema import json_schema
 
 __all__ = ["SCHEMA_FILE", "main", "schema_text"]
 
-SCHEMA_FILE: Final = Path(__file__).resolve().parent.parent / "configs" / "gateway.schema.json"
+SCHEMA_FILE: Final = Path(__file__).resolve().parents[2] / "configs" / "gateway.schema.json"
 
 
 def schema_text() -> str:

@@ -31,14 +31,14 @@ from jwt.exceptions import (
     PyJWTError,
 )
 
+from gateway.auth.jwks import key_problem, signing_keys
+from gateway.config.jwt import CLASSES, CredentialClass, JwtIssuerConfig, claim_at
 from gateway.events.filters import EventFilter
-from gateway.jwks import key_problem, signing_keys
-from gateway.jwt_config import CLASSES, CredentialClass, JwtIssuerConfig, claim_at
 from toolsets.context import Principal
 from toolsets.errors import LockgateError
 
 if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
+    from gateway.config.model import GatewayConfig
 
 __all__ = ["JwtIdentity", "JwtVerifier", "TokenRefused", "check_identity", "looks_like_jwt"]
 

@@ -28,7 +28,7 @@ from jwt import PyJWK
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from jwt.exceptions import PyJWTError
 
-from gateway.jwt_config import HMAC_MIN_BYTES, JwtIssuerConfig, resolve_value
+from gateway.config.jwt import HMAC_MIN_BYTES, JwtIssuerConfig, resolve_value
 
 __all__ = [
     "JwksKeys",

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from gateway.jwt_config import CredentialClass, JwtIssuerConfig
+from gateway.config.jwt import CredentialClass, JwtIssuerConfig
 
 __all__ = ["WELL_KNOWN", "ResourceMetadata"]
 

@@ -11,11 +11,11 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from gateway.auth import AuthConfig, token_problem
+from gateway.auth.jwks import key_problem
+from gateway.auth.tokens import AuthConfig, token_problem
+from gateway.config.scripts import HookConfig, SandboxConfig, ScriptConfig
 from gateway.events.webhooks import WebhookConfig
-from gateway.jwks import key_problem
 from gateway.postgres.settings import dsn_problem
-from gateway.scripts.config import HookConfig, SandboxConfig, ScriptConfig
 from gateway.scripts.source import check_sources
 from policies.yamlfile import Located, parse_model, read_located
 from toolsets.errors import ConfigError, ConfigIssue

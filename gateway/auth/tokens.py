@@ -2,7 +2,7 @@
 
 Tokens are configured as ``env:NAME`` (read from the environment), ``sha256:<hex>`` (only the
 digest is kept in the file) or a literal (for local demos). Only SHA-256 digests are held in memory.
-Beside them, JWTs of the issuers in ``auth.jwt`` (`gateway.jwt_auth`) hold the classes their
+Beside them, JWTs of the issuers in ``auth.jwt`` (`gateway.auth.jwt`) hold the classes their
 issuer maps them to; `Authenticator.identify` resolves both kinds.
 """
 
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from gateway.auth.jwt import JwtVerifier, TokenRefused, looks_like_jwt
+from gateway.auth.oauth_metadata import ResourceMetadata
+from gateway.config.jwt import CLASSES, CredentialClass, JwtIssuerConfig
 from gateway.events.filters import EventFilter
-from gateway.jwt_auth import JwtVerifier, TokenRefused, looks_like_jwt
-from gateway.jwt_config import CLASSES, CredentialClass, JwtIssuerConfig
-from gateway.oauth_metadata import ResourceMetadata
 from toolsets.context import Principal
 from toolsets.errors import ConfigError, ConfigIssue
 
