@@ -21,9 +21,9 @@ from gateway.config.model import GatewayConfig, load_config
 from gateway.events import types as event_types
 from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
+from gateway.mcp.relay import Relay
 from gateway.metrics import Metrics
 from gateway.pins import PinRecord, ToolPins
-from gateway.relay import Relay
 from gateway.surface.guard_protocol import SurfaceGuard
 from gateway.surface.service import Surface
 from policies import PolicyHolder

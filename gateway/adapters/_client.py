@@ -242,7 +242,7 @@ class InProcessGateway:
     ) -> ToolResult:
         try:
             return await self.gateway.call_tool(name, dict(args), self._ctx(max_hold))
-        except UpstreamError as exc:  # the model reads it, as over MCP (gateway/mcp_errors.py)
+        except UpstreamError as exc:  # the model reads it, as over MCP (gateway/mcp/errors.py)
             return ToolResult.error(str(exc))
 
     async def describe(self, held: HeldCall) -> HeldCall:

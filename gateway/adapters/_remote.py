@@ -21,7 +21,7 @@ from gateway.adapters._client import (
     minimal_interrupt_request,
 )
 from gateway.approvals.human_interrupt import noted
-from gateway.calls import HOLD_META
+from gateway.mcp.calls import HOLD_META
 from toolsets._sdk_compat import create_mcp_http_client
 from toolsets.errors import ToolNotFoundError, UpstreamError
 from toolsets.mcp_convert import tool_result_from_mcp

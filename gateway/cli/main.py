@@ -44,7 +44,7 @@ def _config_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from gateway.serve import serve
+    from gateway.http.serve import serve
 
     gateway = Gateway.from_config(args.config)
     listen = gateway.config.listen
@@ -55,7 +55,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _run_stdio(args: argparse.Namespace) -> int:
-    from gateway.stdio import serve_stdio
+    from gateway.mcp.stdio import serve_stdio
 
     # SIGTERM or SIGINT at any moment (start-up included) stops the gateway cleanly, taking its
     # upstream processes down with it.

@@ -1,5 +1,5 @@
 """`EventFilter`: which events a subscriber's credential lets its stream carry (see
-`gateway.events.scopes`)."""
+`gateway.api.event_scopes`)."""
 
 from __future__ import annotations
 

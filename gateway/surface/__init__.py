@@ -7,7 +7,7 @@ upstream. `SurfaceFace` serves them on a downstream MCP server; `SurfaceGuard` i
 policy decides about them (`OPEN_GUARD` allows everything).
 """
 
-from gateway.surface.face import SurfaceFace, surface_error
+from gateway.mcp.resource_handlers import SurfaceFace, surface_error
 from gateway.surface.guard_protocol import OPEN_GUARD, OpenGuard, SurfaceGuard
 from gateway.surface.routes import Route, Routes
 from gateway.surface.service import Relay, Surface

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, SubscriptionsListenRequestParams
 from mcp_types import SubscriptionsListenResult as ListenResult
 
-from gateway.session_listen import SessionListen
+from gateway.mcp.listen import SessionListen
 from gateway.surface.routes import Route
 from gateway.surface.service import Surface
 from toolsets import _sdk_compat as sdk

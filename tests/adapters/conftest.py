@@ -16,7 +16,7 @@ from adapter_support import BACKENDS, LOOKUP, OPS, OPS_TOKEN, POLICY, agent_of, 
 from support import echo_upstream, serve_asgi, write_config
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 
 @pytest.fixture(scope="module")

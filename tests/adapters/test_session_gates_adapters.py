@@ -14,7 +14,7 @@ from support import echo_upstream, serve_asgi, write_config
 from gateway.adapters.langchain import GatewayToolkit
 from gateway.adapters.openai import InProcessGateway, RemoteGateway, chat_tools, run_tool_calls
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 POLICY = """\
 version: 1

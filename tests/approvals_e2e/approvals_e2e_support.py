@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from support import serve_asgi, write_config
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets._sdk_compat import create_mcp_http_client
 
 HERE = Path(__file__).parent

@@ -25,7 +25,7 @@ from auth_support import (
 from support import free_port, serve_asgi
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 
 @pytest.fixture(scope="module")

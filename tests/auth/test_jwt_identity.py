@@ -39,7 +39,7 @@ from auth_support import (
 from support import MODES
 
 from gateway.gateway import Gateway
-from gateway.stdio import TOKEN_ENV, stdio_principal
+from gateway.mcp.stdio import TOKEN_ENV, stdio_principal
 from toolsets.errors import ConfigError
 
 ACME = {"org": "acme"}

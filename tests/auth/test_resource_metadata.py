@@ -22,7 +22,7 @@ from support import serve_asgi
 from gateway.auth.oauth_metadata import WELL_KNOWN, ResourceMetadata
 from gateway.config.jwt import JwtIssuerConfig
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 PUBLIC = "https://lockgate.example.com"
 

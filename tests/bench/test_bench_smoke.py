@@ -47,7 +47,7 @@ def test_quick_bench_measures_direct_and_gateway_and_writes_results(tmp_path: Pa
 def test_profile_summary_ranks_packages_and_leaves_out_waits(tmp_path: Path) -> None:
     stacks = tmp_path / "stacks.txt"
     stacks.write_text(
-        "main (gateway/cli/main.py);call_tool (gateway/downstream.py);dumps (json/__init__.py) 30\n"
+        "main (gateway/cli/main.py);call_tool (gateway/mcp/server.py);dumps (json/__init__.py) 30\n"
         "main (gateway/cli/main.py);select (selectors.py);EpollSelector.select (selectors.py) 50\n"
         "main (gateway/cli/main.py);send (mcp/client/session.py) 10\n"
     )

@@ -13,8 +13,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from gateway.api.event_stream import bearer_authorizer, events_endpoint
 from gateway.events import MASK, EventBus, SimpleDecision
-from gateway.events.sse import bearer_authorizer, events_endpoint
 from gateway.events.types import tool_call, upstream_status
 from toolsets import CallContext, Principal, ToolDef
 

@@ -11,8 +11,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from gateway.api.event_stream import bearer_authorizer, events_endpoint
 from gateway.events import RESET, Event, EventBus
-from gateway.events.sse import bearer_authorizer, events_endpoint
 
 Server = Callable[[ASGIApp], AbstractAsyncContextManager[str]]
 AUTH = {"Authorization": "Bearer sub-token"}

@@ -33,7 +33,7 @@ from support import serve_asgi, write_config
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets._sdk_compat import create_mcp_http_client
 
 HERE = Path(__file__).parent

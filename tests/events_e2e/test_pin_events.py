@@ -10,7 +10,7 @@ from events_e2e_support import watching
 from support import echo_upstream, serve_asgi, write_config
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets.context import Principal
 
 SECURITY = Principal(id="user:sec", roles=frozenset({"security"}))

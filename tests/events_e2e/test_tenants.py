@@ -13,7 +13,7 @@ from events_e2e_support import local_config, watching
 from support import serve_asgi
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets.context import CallContext, Principal
 
 POLICY = """\

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from support import ECHO_SERVER, MODES, free_port, serve_asgi
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"

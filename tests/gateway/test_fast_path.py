@@ -1,4 +1,4 @@
-"""The fast path in front of the SDK's streamable-HTTP app (`gateway/fast_path.py`).
+"""The fast path in front of the SDK's streamable-HTTP app (`gateway/mcp/http_fast_path.py`).
 
 Plain ``tools/call`` POSTs are answered straight from the gateway chain; everything else goes to
 the SDK app. Each test checks which path answered (``lockgate_mcp_requests_total{path}``), so
@@ -38,7 +38,7 @@ from support import MODES, answered, echo_upstream, serve_asgi, write_config
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
 HTTP = "http"

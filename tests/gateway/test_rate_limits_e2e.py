@@ -19,7 +19,7 @@ from mcp import Client
 from support import serve_asgi, write_config
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 RECORDER = Path(__file__).parents[1] / "approvals_e2e" / "recorder_server.py"
 POLICY = Path(__file__).parent / "fixtures" / "rate_limits.yaml"

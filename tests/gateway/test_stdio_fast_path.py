@@ -1,4 +1,4 @@
-"""The stdio fast path (`gateway/stdio_fast_path.py`): plain ``tools/call`` lines are answered
+"""The stdio fast path (`gateway/mcp/stdio_fast_path.py`): plain ``tools/call`` lines are answered
 by the `CallHandler`, every other line by the SDK server, and the answers are the same.
 
 Each test drives one stdio connection in-process, line by line, and checks which path answered
@@ -23,9 +23,9 @@ from gateway_faces import CLI, LEGACY, MODERN
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from support import answered, echo_upstream, write_config
 
-from gateway.downstream import build_server
 from gateway.gateway import Gateway
-from gateway.stdio_fast_path import StdioFastPath
+from gateway.mcp.server import build_server
+from gateway.mcp.stdio_fast_path import StdioFastPath
 
 ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
 CLIENT = {"name": "raw-stdio", "version": "1.0"}

@@ -31,7 +31,7 @@ from support import echo_upstream, serve_asgi, write_config
 from gateway.events.audit import AuditLog
 from gateway.events.model import Event
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets.context import CallContext, Principal
 from toolsets.errors import ToolNotFoundError, ToolQuarantined
 

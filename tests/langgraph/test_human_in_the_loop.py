@@ -20,7 +20,7 @@ from gateway.adapters.human_in_the_loop import (
 )
 from gateway.approvals.human_interrupt import InvalidHumanResponse
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets.context import Principal
 
 AGENT = Principal(id="agent:inprocess")

@@ -17,7 +17,7 @@ from pg_support import CuttableLink, cuttable_link, fresh_schema
 from support import serve_asgi
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 HELD = "recorder__record_brief"
 

@@ -10,7 +10,7 @@ from relay_support import Served, http_upstream, relay_config
 from support import serve_asgi
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,9 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.message import SessionMessage
 from support import MODES, write_config
 
-from gateway.downstream import build_server
 from gateway.gateway import Gateway
-from gateway.stdio_fast_path import StdioFastPath
+from gateway.mcp.server import build_server
+from gateway.mcp.stdio_fast_path import StdioFastPath
 
 RELAY_SERVER = str(Path(__file__).parents[1] / "upstreams" / "relay_server.py")
 UPSTREAM_ERAS = pytest.mark.parametrize("upstream", ["legacy", "modern"])

@@ -19,7 +19,7 @@ from support import MODES, serve_asgi
 
 from gateway.events.audit import AuditLog
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets.errors import ConfigError
 from toolsets.result import ToolResult
 

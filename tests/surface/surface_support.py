@@ -23,7 +23,7 @@ from support import echo_upstream, free_port, serve_asgi
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 UPSTREAMS = ("dual", "old", "new")
 """The echo upstreams: dual-era (spoken to in 2026-07-28), legacy-only, modern-only."""

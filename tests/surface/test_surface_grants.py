@@ -27,7 +27,7 @@ from surface_support import next_event, read_text, refused, serve_surface, uri
 
 from gateway.events.bus import Subscription
 from gateway.gateway import Gateway
-from gateway.mcp_errors import REFUSED
+from gateway.mcp.errors import REFUSED
 from toolsets._sdk_compat import create_mcp_http_client
 
 POLICY = Path(__file__).parent / "fixtures" / "grants_policy.yaml"

@@ -26,7 +26,7 @@ from gateway.events.audit import read_entries
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
 from gateway.gateway import Gateway
-from gateway.mcp_errors import REFUSED
+from gateway.mcp.errors import REFUSED
 from gateway.policy_replay import replay
 
 POLICY = Path(__file__).parent / "fixtures" / "surface_policy.yaml"

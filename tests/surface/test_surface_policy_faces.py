@@ -31,7 +31,7 @@ from surface_support import (
     uri,
 )
 
-from gateway.mcp_errors import REFUSED
+from gateway.mcp.errors import REFUSED
 
 POLICY = Path(__file__).parent / "fixtures" / "unknowns_policy.yaml"
 Watched = tuple[Client, Heard]

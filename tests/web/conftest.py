@@ -15,7 +15,7 @@ from support import serve_asgi
 from web_support import CHROMIUM, HAVE_CHROMIUM, Site, new_page, web_config
 
 from gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 

@@ -1,8 +1,8 @@
 """Requests to a 2025-11-25 client written on a fast path's own wire, and the client's answers.
 
-The fast paths (`gateway.fast_path`, `gateway.stdio_fast_path`) answer a session's plain calls
-without the SDK's session. When such a call's upstream asks the client something, the fast path
-asks it on the same wire, as the SDK's session would: a JSON-RPC request (id
+The fast paths (`gateway.mcp.http_fast_path`, `gateway.mcp.stdio_fast_path`) answer a session's
+plain calls without the SDK's session. When such a call's upstream asks the client something, the
+fast path asks it on the same wire, as the SDK's session would: a JSON-RPC request (id
 ``lockgate-relay-N``) as a line on the stdio pipe, or as an event on the call's HTTP response,
 which then becomes a server-sent event stream (`EventStream`). The client's response, a line or
 a POST of that session, is taken off the wire (`WireRequests.take`) before the SDK would see it.

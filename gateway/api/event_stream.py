@@ -24,7 +24,7 @@ from gateway.events.types import reset
 __all__ = ["Authorize", "bearer_authorizer", "events_endpoint", "sse_frame"]
 
 Visible = Callable[[Event], Awaitable[bool]]
-"""Whether one event may go on a stream (see `gateway.events.scopes`)."""
+"""Whether one event may go on a stream (see `gateway.api.event_scopes`)."""
 Authorize = Callable[[Request], Awaitable[bool | Visible] | bool | Visible]
 """Decides whether a request may read the event stream: False refuses, True allows every
 event, a `Visible` allows the events it accepts."""

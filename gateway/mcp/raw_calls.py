@@ -10,8 +10,8 @@ from typing import Any, Literal
 from mcp.shared.inbound import InboundModernRoute
 from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, ErrorData
 
-from gateway.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
-from gateway.relay import declared
+from gateway.mcp.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
+from gateway.mcp.relay import declared
 from toolsets import jsonwire
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult

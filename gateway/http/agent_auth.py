@@ -9,7 +9,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth.tokens import Authenticator, Identity, bearer_token
-from gateway.downstream import PRINCIPAL_SCOPE_KEY
+from gateway.mcp.server import PRINCIPAL_SCOPE_KEY
 from toolsets.context import ANONYMOUS
 
 __all__ = ["AgentAuthMiddleware"]

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from gateway.api_errors import read_json
+from gateway.api.errors import read_json
 from gateway.gateway import Gateway
 from toolsets.context import Principal
 from toolsets.errors import ToolNotFoundError

@@ -2,11 +2,11 @@
 roots) reach the client whose call is in progress, and its log messages the sessions that
 asked (see `toolsets.upstream_requests` for how a request is attributed to a call)."""
 
-from gateway.relay.hub import Relay
-from gateway.relay.logs import LogRelay
-from gateway.relay.parking import Parking
-from gateway.relay.peers import RequestPeer, declared, request_peer
-from gateway.relay.wire import EventStream, WirePeer, WireRequests
+from gateway.mcp.relay.hub import Relay
+from gateway.mcp.relay.logs import LogRelay
+from gateway.mcp.relay.parking import Parking
+from gateway.mcp.relay.peers import RequestPeer, declared, request_peer
+from gateway.mcp.relay.wire import EventStream, WirePeer, WireRequests
 
 __all__ = [
     "EventStream",

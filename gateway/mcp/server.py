@@ -22,13 +22,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ErrorData
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from gateway.caller_approval import elicit_callback
-from gateway.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_hold_of, session_of
 from gateway.gateway import Gateway
-from gateway.legacy_sessions import LegacySessions
-from gateway.relay import declared, request_peer
-from gateway.session_listen import SessionListen
-from gateway.surface.face import SurfaceFace
+from gateway.mcp.caller_decision import elicit_callback
+from gateway.mcp.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_hold_of, session_of
+from gateway.mcp.handshake_sessions import LegacySessions
+from gateway.mcp.listen import SessionListen
+from gateway.mcp.relay import declared, request_peer
+from gateway.mcp.resource_handlers import SurfaceFace
 from toolsets import _sdk_compat as sdk
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.mcp_convert import tool_def_to_mcp, tool_result_to_mcp

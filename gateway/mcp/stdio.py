@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Iterator
 from mcp.server.stdio import stdio_server
 
 from gateway.auth.tokens import Authenticator
-from gateway.downstream import build_server
 from gateway.gateway import Gateway
-from gateway.stdio_fast_path import LineWriter, StdioFastPath
+from gateway.mcp.server import build_server
+from gateway.mcp.stdio_fast_path import LineWriter, StdioFastPath
 from toolsets.context import ANONYMOUS, Principal
 from toolsets.errors import ConfigError, ConfigIssue
 

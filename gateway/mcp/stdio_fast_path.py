@@ -12,7 +12,7 @@ capabilities are read off the handshake as it passes), or when its 2026-07-28 en
 the SDK's own validation ladder. A call that would ask a 2025-11-25 caller (`BackChannelRequired`,
 raised before anything ran) goes to the SDK, whose session can ask. An upstream's request to the
 client during a call taken here (from a 2025-11-25 client that declared the capability) is
-written here as a line, and the client's answer taken off the wire (`gateway.relay.wire`).
+written here as a line, and the client's answer taken off the wire (`gateway.mcp.relay.wire`).
 ``notifications/cancelled`` for a call taken here cancels it, and a cancelled call is never
 answered.
 ``lockgate_mcp_requests_total{transport="stdio",path}`` counts which path answered.
@@ -35,11 +35,11 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY, ErrorData
 
 from gateway.approvals.caller import BackChannelRequired
-from gateway.downstream import GatewayServer
+from gateway.mcp.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
+from gateway.mcp.relay import declared
+from gateway.mcp.relay.wire import WirePeer, WireRequests
+from gateway.mcp.server import GatewayServer
 from gateway.metrics import Metrics
-from gateway.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
-from gateway.relay import declared
-from gateway.relay.wire import WirePeer, WireRequests
 from toolsets import jsonwire
 from toolsets.context import ClientInfo
 

@@ -13,7 +13,7 @@ back-channel; raised before anything ran), sessions not opened by this credentia
 request the SDK would refuse (headers, envelope, ``Mcp-Param-*`` mismatches). When the upstream
 of a handshake-era call taken here asks the client something, the response becomes an event
 stream carrying the request, and the session's POST of the answer is taken here
-(`gateway.relay.wire`). ``lockgate_mcp_requests_total{path}`` counts which path answered;
+(`gateway.mcp.relay.wire`). ``lockgate_mcp_requests_total{path}`` counts which path answered;
 ``tests/gateway/test_fast_path.py`` compares the answers.
 """
 
@@ -43,11 +43,11 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.approvals.caller import BackChannelRequired
-from gateway.calls import SESSION_HEADER
-from gateway.downstream import PRINCIPAL_SCOPE_KEY, GatewayServer
+from gateway.mcp.calls import SESSION_HEADER
+from gateway.mcp.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
+from gateway.mcp.relay.wire import EventStream, WirePeer, WireRequests, is_response
+from gateway.mcp.server import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
-from gateway.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
-from gateway.relay.wire import EventStream, WirePeer, WireRequests, is_response
 from toolsets import _sdk_compat as sdk
 from toolsets import jsonwire
 from toolsets.context import Principal

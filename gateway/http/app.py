@@ -15,16 +15,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.api import api_routes
+from gateway.api.routes import api_routes
 from gateway.auth.tokens import Authenticator
 from gateway.config.model import ListenConfig
-from gateway.downstream import build_server
-from gateway.edge import AgentAuthMiddleware
-from gateway.fast_path import FastPath
 from gateway.gateway import Gateway
+from gateway.http.agent_auth import AgentAuthMiddleware
+from gateway.http.origin_guard import HostOriginGuard
+from gateway.http.webpage import web_routes
+from gateway.mcp.http_fast_path import FastPath
+from gateway.mcp.server import build_server
 from gateway.metrics import metrics_endpoint
-from gateway.origin_guard import HostOriginGuard
-from gateway.webpage import web_routes
 
 __all__ = ["build_app", "security_settings"]
 

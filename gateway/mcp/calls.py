@@ -17,9 +17,9 @@ import mcp_types as types
 from mcp_types import ErrorData
 
 from gateway.approvals.caller import BackChannelRequired, InputRequired
-from gateway.caller_approval import answer_input, input_required_result
 from gateway.gateway import Gateway
-from gateway.mcp_errors import mcp_error
+from gateway.mcp.caller_decision import answer_input, input_required_result
+from gateway.mcp.errors import mcp_error
 from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
 from toolsets.peer import ClientPeer
 from toolsets.result import ToolResult
@@ -94,8 +94,8 @@ class CallHandler:
         peer: ClientPeer | None = None,
     ) -> CallOutcome:
         """The outcome of ``request``, made by ``principal`` in ``session_id``; ``peer`` is the
-        client as the call's upstream may reach it (`gateway.relay`). A 2026-07-28 client that
-        an upstream may ask runs its call parked (`gateway.relay.parking`).
+        client as the call's upstream may reach it (`gateway.mcp.relay`). A 2026-07-28 client that
+        an upstream may ask runs its call parked (`gateway.mcp.relay.parking`).
 
         Raises:
             BackChannelRequired: the call would ask a 2025-11-25 caller and ``elicit`` is None;

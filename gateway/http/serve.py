@@ -10,7 +10,7 @@ from types import FrameType
 import uvicorn
 
 from gateway.gateway import Gateway
-from gateway.http_app import build_app
+from gateway.http.app import build_app
 from toolsets.errors import LockgateError
 
 __all__ = ["GRACEFUL_SHUTDOWN", "listen_socket", "serve"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import TracebackType
 
-from gateway.relay.logs import LogRelay
-from gateway.relay.parking import Parking
+from gateway.mcp.relay.logs import LogRelay
+from gateway.mcp.relay.parking import Parking
 from toolsets.mcp_server import MCPServerToolset
 
 __all__ = ["Relay"]

@@ -1,7 +1,7 @@
 """`SurfaceFace`: the downstream server's handlers for resources, prompts and completions.
 
 Registered on the one low-level `Server` of each face (streamable HTTP and stdio, both eras),
-beside the tool handlers of `gateway.downstream`. Each handler builds the caller's
+beside the tool handlers of `gateway.mcp.server`. Each handler builds the caller's
 `CallContext` as the tool path does, runs one operation of the gateway's `Surface`, and maps
 what goes wrong to a JSON-RPC error once, in `surface_error`.
 """
@@ -18,8 +18,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, ErrorData
 
-from gateway.mcp_errors import mcp_error
-from gateway.session_listen import SessionListen
+from gateway.mcp.errors import mcp_error
+from gateway.mcp.listen import SessionListen
 from gateway.surface.service import Surface
 from gateway.surface.sessions import SessionSubscriptions
 from toolsets.context import CallContext
@@ -33,7 +33,7 @@ Params = types.PaginatedRequestParams | None
 
 
 def surface_error(exc: Exception, method: str) -> MCPError:
-    """The JSON-RPC error answering a failed surface request (`gateway.mcp_errors`; what a tool
+    """The JSON-RPC error answering a failed surface request (`gateway.mcp.errors`; what a tool
     call would answer as an error result, such as a server being down, is an internal error
     carrying the same message)."""
     if isinstance(exc, MCPError):

@@ -29,7 +29,7 @@ _MEDIA_TYPES = {
 
 
 def _static(path: str, name: str) -> Route:
-    body = resources.files("gateway.web").joinpath(name).read_bytes()
+    body = resources.files("gateway.http.web").joinpath(name).read_bytes()
     media_type = _MEDIA_TYPES[name[name.rindex(".") :]]
 
     async def endpoint(request: Request) -> Response:
@@ -40,7 +40,7 @@ def _static(path: str, name: str) -> Route:
 
 def _assets() -> list[str]:
     """The page's scripts (ES modules, no build step) and style sheets."""
-    names = (entry.name for entry in resources.files("gateway.web").iterdir())
+    names = (entry.name for entry in resources.files("gateway.http.web").iterdir())
     return sorted(n for n in names if n.endswith((".js", ".css")))
 
 

@@ -49,7 +49,7 @@ MAX_WAITING = 50
 """Parked calls of one principal that may wait for answers at once; more questions are refused."""
 
 Outcome = ToolResult | types.InputRequiredResult | ErrorData
-"""What a ``tools/call`` is answered with (as `gateway.calls.CallOutcome`)."""
+"""What a ``tools/call`` is answered with (as `gateway.mcp.calls.CallOutcome`)."""
 Run = Callable[[CallContext], Awaitable[Outcome]]
 
 

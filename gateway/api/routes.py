@@ -1,5 +1,5 @@
 """The REST API under ``/api``: approvals for approvers, external calls for workers, events,
-and changed tool definitions for approvers (`gateway.api_pins`)."""
+and changed tool definitions for approvers (`gateway.api.pins`)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from gateway.api_errors import BadRequest, error_response, read_json
-from gateway.api_grants import GrantBody, grant_routes
-from gateway.api_pins import pin_routes
+from gateway.api.errors import BadRequest, error_response, read_json
+from gateway.api.event_scopes import approver_scope, subscriber_scope
+from gateway.api.event_stream import Visible, events_endpoint
+from gateway.api.grants import GrantBody, grant_routes
+from gateway.api.pins import pin_routes
 from gateway.approvals.access import may_see
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.holding import Holding
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.auth.tokens import Authenticator, Identity, Role, bearer_token
-from gateway.events.scopes import approver_scope, subscriber_scope
-from gateway.events.sse import Visible, events_endpoint
 from gateway.gateway import Gateway
 from toolsets.context import Principal
 from toolsets.errors import LockgateError
@@ -247,7 +247,7 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
     anyone: tuple[Role, ...] = ("approver", "subscriber", "worker")
 
     async def scope(request: Request) -> Visible | bool:
-        """A subscriber's filter, or an approver's own calls (gateway/events/scopes.py)."""
+        """A subscriber's filter, or an approver's own calls (gateway/api/event_scopes.py)."""
         found = (await _identify(auth, request)).holding(*watchers)
         if found is None:
             return False
