@@ -17,9 +17,9 @@ from typing import Any
 
 import anyio
 
+from gateway.audit.log import AuditLog
+from gateway.audit.sink import AuditSink
 from gateway.events import BusObserver, Event, EventBus, Subscription
-from gateway.events.audit import AuditLog
-from gateway.events.audit_sink import AuditSink
 from toolsets import CallContext, ExternalToolset, Principal, ToolDef, ToolResult
 from toolsets.abstract import Toolset
 from toolsets.events import EventsToolset

@@ -30,10 +30,10 @@ from typing import Any
 import anyio
 import yaml
 
+from gateway.approvals.refusals import Refusals
 from gateway.events import BusObserver, EventBus
 from gateway.events.recorder import Recorder
-from gateway.rate_counter import MemoryRateCounter
-from gateway.refusals import Refusals
+from gateway.memory.rate_counter import MemoryRateCounter
 from gateway.sessions.book import SessionBook
 from gateway.sessions.store import MemorySessionStore
 from policies import PolicyDecider, PolicyHolder

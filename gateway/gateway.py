@@ -16,16 +16,16 @@ from gateway.approvals.holding import Holding
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.store import PendingStore
-from gateway.compose import compose
 from gateway.config.model import GatewayConfig, load_config
-from gateway.events import types as event_types
+from gateway.events import tool_events as event_types
 from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
 from gateway.mcp.relay import Relay
 from gateway.metrics import Metrics
 from gateway.pins import PinRecord, ToolPins
-from gateway.surface.guard_protocol import SurfaceGuard
-from gateway.surface.service import Surface
+from gateway.resources.guard import SurfaceGuard
+from gateway.resources.service import Surface
+from gateway.wiring.compose import compose
 from policies import PolicyHolder
 from toolsets._sdk_compat import check_sdk
 from toolsets.abstract import ToolsChangedHandler, Toolset
@@ -61,7 +61,7 @@ class Gateway:
 
     While running, ``gw.events`` is the event bus, ``gw.approvals`` the approval service,
     ``gw.policy`` the policy holder, ``gw.store`` the pending-call store and ``gw.surface``
-    the upstreams' resources, prompts and completions (`gateway.surface`).
+    the upstreams' resources, prompts and completions (`gateway.resources`).
     """
 
     def __init__(self, config: GatewayConfig, *, toolsets: Sequence[Toolset] = ()) -> None:

@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import CONTROL_TYPES, Event
-from gateway.events.types import reset
+from gateway.events.tool_events import reset
 
 __all__ = ["Authorize", "bearer_authorizer", "events_endpoint", "sse_frame"]
 

@@ -12,10 +12,8 @@ from gateway.approvals.errors import (
     PendingStoreError,
     SealedStateError,
 )
-from gateway.approvals.grant_sqlite import SQLiteGrantStore
 from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
 from gateway.approvals.grants import Grant, GrantRequest, Match
-from gateway.approvals.memory import MemoryPendingStore
 from gateway.approvals.pending import (
     TERMINAL_STATES,
     CallBinding,
@@ -27,8 +25,10 @@ from gateway.approvals.pending import (
     Vote,
 )
 from gateway.approvals.sealing import NonceLedger, RequestStatePayload, RequestStateSealer
-from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import REUSABLE_STATES, PendingListener, PendingStore, RecoveryReport
+from gateway.memory.pending import MemoryPendingStore
+from gateway.sqlite.grants import SQLiteGrantStore
+from gateway.sqlite.pending import SQLitePendingStore
 
 __all__ = [
     "INTERRUPTED",

@@ -1,6 +1,6 @@
 """`GrantStore`: where grants live, beside the pending calls; and `MemoryGrantStore`.
 
-Every backend (memory, SQLite in `gateway.approvals.grant_sqlite`, PostgreSQL) implements the
+Every backend (memory, SQLite in `gateway.sqlite.grants`, PostgreSQL) implements the
 same small protocol. Revoking is a compare-and-set: of two revokers, one wins and the other
 gets `GrantConflict`.
 """

@@ -17,7 +17,7 @@ from gateway.approvals.grant_store import GrantStore
 from gateway.approvals.grants import Grant, GrantRequest, Match
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.store import PendingStore
-from gateway.events import types as events
+from gateway.events import tool_events as events
 from gateway.events.model import Event
 from policies.durations import format_duration
 from toolsets.context import CallContext, Principal

@@ -10,7 +10,7 @@ from typing import Any
 
 from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.approvals.wire import result_to_wire
-from gateway.events import types as events
+from gateway.events import tool_events as events
 from gateway.events.model import Event
 from policies import Decision
 from toolsets.context import CallContext, Principal

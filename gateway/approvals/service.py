@@ -26,7 +26,7 @@ from gateway.approvals.pending import PendingCall
 from gateway.approvals.recording import held_call, origin_of, outcome_of, requested, value_result
 from gateway.approvals.store import PendingStore
 from gateway.approvals.wire import result_to_wire
-from gateway.events import types as events
+from gateway.events import tool_events as events
 from gateway.events.model import Event
 from policies import Decision, PolicyHolder
 from policies.session import SessionState

@@ -20,7 +20,7 @@ from gateway.approvals.grants import Grant
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.recording import origin_of
 from gateway.approvals.stages import VoteOutcome, cast, has_voted
-from gateway.events import types as events
+from gateway.events import tool_events as events
 
 if TYPE_CHECKING:
     from gateway.approvals.service import ApprovalService

@@ -12,7 +12,7 @@ from typing import Any, Final
 import anyio
 
 from gateway.config.model import GatewayConfig, load_config
-from gateway.storage_check import storage_status
+from gateway.wiring.storage_check import storage_status
 from policies import PolicyHolder
 from toolsets.errors import ConfigError, LockgateError
 

@@ -17,9 +17,9 @@ from typing import Any, Final, TextIO
 import anyio
 import httpx2
 
+from gateway.audit.log import AuditEntry, read_tail
+from gateway.audit.verify import VerifyReport, verify
 from gateway.config.model import load_config
-from gateway.events.audit import AuditEntry, read_tail
-from gateway.events.audit_verify import VerifyReport, verify
 from gateway.events.model import Event
 from toolsets.errors import LockgateError
 

@@ -14,10 +14,10 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from gateway.audit.log import read_entries
+from gateway.audit.replay import READ_KINDS, DiffRow, ReplayReport, replay
 from gateway.cli.events import DEFAULT_AUDIT_DB
 from gateway.cli.policy import Subparsers
-from gateway.events.audit import read_entries
-from gateway.policy_replay import READ_KINDS, DiffRow, ReplayReport, replay
 from policies.durations import parse_duration
 from policies.engine import PolicyEngine
 from toolsets.errors import ConfigError

@@ -1,14 +1,14 @@
 """Tool events: typed CloudEvents, the in-process bus and its sinks (SSE, webhooks, audit log)."""
 
 from gateway.api.event_stream import bearer_authorizer, events_endpoint
-from gateway.events.audit import AuditEntry, AuditLog
-from gateway.events.audit_sink import AuditSink
-from gateway.events.audit_verify import VerifyReport, verify
+from gateway.audit.log import AuditEntry, AuditLog
+from gateway.audit.sink import AuditSink
+from gateway.audit.verify import VerifyReport, verify
 from gateway.events.bus import BusStats, EventBus, Listener, Subscription, compile_patterns
 from gateway.events.calls import BusObserver
 from gateway.events.model import CONTROL_TYPES, EVENT_TYPES, GAP, RESET, Event, EventType
 from gateway.events.redact import MASK, mask_credentials, redact
-from gateway.events.types import ALLOW, DecisionLike, SimpleDecision
+from gateway.events.tool_events import ALLOW, DecisionLike, SimpleDecision
 from gateway.events.webhooks import WebhookConfig, WebhookSink
 
 __all__ = [

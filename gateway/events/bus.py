@@ -19,7 +19,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from gateway.events.model import Event
-from gateway.events.types import gap
+from gateway.events.tool_events import gap
 
 __all__ = ["BusStats", "EventBus", "Listener", "Subscription", "compile_patterns"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.events.bus import EventBus
-from gateway.events.types import ALLOW, tool_call, tool_rate_limited, tool_result
+from gateway.events.tool_events import ALLOW, tool_call, tool_rate_limited, tool_result
 from toolsets.context import CallContext
 from toolsets.rates import RateLimit
 from toolsets.result import ToolResult

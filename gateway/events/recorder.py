@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from gateway.events.audit_sink import AuditSink
+from gateway.audit.sink import AuditSink
 from gateway.events.bus import EventBus
 from gateway.events.model import Event
 from toolsets.errors import AuditUnavailable

@@ -20,8 +20,8 @@ from mcp_types import INTERNAL_ERROR, ErrorData
 
 from gateway.mcp.errors import mcp_error
 from gateway.mcp.listen import SessionListen
-from gateway.surface.service import Surface
-from gateway.surface.sessions import SessionSubscriptions
+from gateway.resources.service import Surface
+from gateway.resources.session_subscriptions import SessionSubscriptions
 from toolsets.context import CallContext
 from toolsets.result import ToolResult
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from gateway.events import types as event_types
+from gateway.events import tool_events as event_types
 from gateway.events.model import Event
 from gateway.pins.record import CONTENT_FIELDS, Action, PinRecord
 from gateway.pins.store import PinStore

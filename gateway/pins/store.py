@@ -12,8 +12,8 @@ import os
 import sqlite3
 from abc import ABC, abstractmethod
 
-from gateway.approvals.sqlite_schema import SQLiteFile
 from gateway.pins.record import PinRecord
+from gateway.sqlite.schema import SQLiteFile
 from toolsets.canonical import canonical_json
 
 __all__ = ["MemoryPinStore", "PinStore", "SQLitePinStore"]

@@ -9,9 +9,9 @@ uniqueness and writes nothing; the append is then one transaction here: lock the
 what is logged, chain and insert the rest. The row lock is the chain's only
 serialisation point; it is held for one batch, and batches come from the replicas' audit
 sinks, off the call path (decisions that must be on record first are single small batches:
-see `gateway.events.audit_sink.AuditSink.write_through`).
+see `gateway.audit.sink.AuditSink.write_through`).
 
-Entries are the embedded log's (`gateway.events.audit`), hashed the same way, so
+Entries are the embedded log's (`gateway.audit.log`), hashed the same way, so
 `lockgate audit verify` checks either.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, Final, Self
 
 import asyncpg
 
-from gateway.events.audit import (
+from gateway.audit.log import (
     COLUMNS,
     AuditEntry,
     chained_entry,
@@ -31,7 +31,7 @@ from gateway.events.audit import (
     entry_time,
     event_row,
 )
-from gateway.events.audit_verify import VerifyReport, verify_rows
+from gateway.audit.verify import VerifyReport, verify_rows
 from gateway.events.model import Event
 from gateway.postgres.database import Conn, Database
 from toolsets.canonical import canonical_json
@@ -59,7 +59,7 @@ _INSERT: Final = f"""WITH added AS (INSERT INTO audit ({COLUMNS}) SELECT * FROM 
 
 
 class PostgresAuditLog:
-    """The shared audit log (the same interface as `gateway.events.audit.AuditLog`).
+    """The shared audit log (the same interface as `gateway.audit.log.AuditLog`).
 
     Args:
         database: The shared database (its pool is owned elsewhere).
@@ -152,7 +152,7 @@ async def _append_chained(
 
 def _parts(row: dict[str, Any], ts: str) -> tuple[str, str, str]:
     """The body's canonical JSON, and what the record's canonical JSON has between the body
-    and the ``seq`` and after it (see `gateway.events.audit.chained_entry`)."""
+    and the ``seq`` and after it (see `gateway.audit.log.chained_entry`)."""
     body = canonical_json(row["body"])
     rest = canonical_json({"seq": _SEQ, "ts": ts} | {k: v for k, v in row.items() if k != "body"})
     before, after = rest[1:].split(_SEQ_KEY)  # strings escape '"': the key occurs once

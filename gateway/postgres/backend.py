@@ -1,6 +1,6 @@
 """`PostgresBackend`: every shared store of one gateway process on one `Database`.
 
-`gateway.compose` builds the stores from here when ``storage.backend`` is ``postgres``; the
+`gateway.wiring.compose` builds the stores from here when ``storage.backend`` is ``postgres``; the
 pending store owns the pool (it opens it when the gateway starts and closes it last).
 """
 

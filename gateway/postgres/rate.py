@@ -23,9 +23,9 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+from gateway.memory.rate_counter import MemoryRateCounter
 from gateway.postgres.database import Conn, Database
 from gateway.postgres.settings import OnOutage
-from gateway.rate_counter import MemoryRateCounter
 from toolsets.errors import StoreUnavailable
 from toolsets.rates import Rate, RateVerdict
 

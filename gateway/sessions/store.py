@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.approvals.sqlite_schema import SQLiteFile, immediate
+from gateway.sqlite.schema import SQLiteFile, immediate
 from toolsets.canonical import canonical_json
 from toolsets.jsonwire import loads
 

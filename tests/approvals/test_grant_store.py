@@ -13,13 +13,13 @@ import pytest
 from pg_support import fresh_schema, pg_settings
 
 from gateway.approvals.errors import GrantConflict, GrantNotFound
-from gateway.approvals.grant_sqlite import SQLiteGrantStore
 from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
 from gateway.approvals.grants import Grant, Match
-from gateway.approvals.sqlite import SQLitePendingStore
-from gateway.approvals.sqlite_schema import MIGRATIONS
 from gateway.postgres.database import Database
 from gateway.postgres.grants import PostgresGrantStore
+from gateway.sqlite.grants import SQLiteGrantStore
+from gateway.sqlite.pending import SQLitePendingStore
+from gateway.sqlite.schema import MIGRATIONS
 
 GrantFactory = Callable[[], GrantStore]
 

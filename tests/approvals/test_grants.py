@@ -12,7 +12,7 @@ from decision_support import BOB, SECURITY, as_, held, local_gateway, of_type, r
 
 from gateway.approvals.errors import DecisionInvalid, GrantConflict, GrantNotFound
 from gateway.approvals.grants import GrantRequest
-from gateway.events.audit import read_entries
+from gateway.audit.log import read_entries
 from toolsets import Principal
 
 ALICE, CAROL = SECURITY[:2]

@@ -9,12 +9,12 @@ import pytest
 from pg_support import fresh_schema, pg_settings
 
 from gateway.approvals.errors import PendingStoreError
-from gateway.approvals.sqlite import SQLitePendingStore
-from gateway.approvals.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from gateway.pins import MemoryPinStore, PinRecord, PinStore, SQLitePinStore
 from gateway.pins.record import definition_diff
 from gateway.postgres.database import Database
 from gateway.postgres.pins import PostgresPinStore
+from gateway.sqlite.pending import SQLitePendingStore
+from gateway.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 RECORD = PinRecord(
     server="files",

@@ -15,7 +15,7 @@ import mcp_types as types
 from approvals_e2e_support import HERE, Rig, wait_for_call
 from mcp import Client
 
-from gateway.events.audit import read_entries
+from gateway.audit.log import read_entries
 
 DECISIONS_POLICY = str(HERE / "fixtures" / "decisions_policy.yaml")
 

@@ -13,12 +13,12 @@ import anyio
 import pytest
 from support import full
 
+from gateway.audit.log import GENESIS, AuditLog, anchor_path, read_tail
+from gateway.audit.sink import AuditSink
+from gateway.audit.verify import verify
 from gateway.cli.events import main, register
 from gateway.events import Event, EventBus
-from gateway.events.audit import GENESIS, AuditLog, anchor_path, read_tail
-from gateway.events.audit_sink import AuditSink
-from gateway.events.audit_verify import verify
-from gateway.events.types import SimpleDecision, tool_call, tool_denied
+from gateway.events.tool_events import SimpleDecision, tool_call, tool_denied
 from toolsets import CallContext, Principal, ToolDef
 
 TOOL = ToolDef(name="files__write", server="files", upstream_name="write")

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp
 
 from gateway.api.event_stream import bearer_authorizer, events_endpoint
 from gateway.events import MASK, EventBus, SimpleDecision
-from gateway.events.types import tool_call, upstream_status
+from gateway.events.tool_events import tool_call, upstream_status
 from toolsets import CallContext, Principal, ToolDef
 
 Server = Callable[[ASGIApp], AbstractAsyncContextManager[str]]

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp
 from support import call
 
 from gateway.events import BusObserver, EventBus, SimpleDecision
-from gateway.events.types import (
+from gateway.events.tool_events import (
     approval_requested,
     approval_resolved,
     tool_denied,

@@ -16,9 +16,9 @@ import anyio
 import pytest
 from support import write_config
 
+from gateway.audit.log import read_entries
 from gateway.cli.main import build_parser
 from gateway.cli.replay import since_timestamp
-from gateway.events.audit import read_entries
 from gateway.gateway import Gateway
 from policies import PolicyEngine
 from toolsets.context import CallContext, Principal

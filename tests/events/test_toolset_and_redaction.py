@@ -11,7 +11,7 @@ import pytest
 from support import call as call_tool
 
 from gateway.events import MASK, BusObserver, EventBus, redact
-from gateway.events.types import tools_changed
+from gateway.events.tool_events import tools_changed
 from toolsets import CallContext, ExternalToolset, Principal, ToolDef, ToolResult, sha256_hex
 from toolsets.decision import Decision
 from toolsets.events import EventsToolset

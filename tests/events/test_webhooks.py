@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from gateway.events import MASK, Event, EventBus
-from gateway.events.types import SimpleDecision, approval_requested, tool_call
+from gateway.events.tool_events import SimpleDecision, approval_requested, tool_call
 from gateway.events.urlcheck import UnsafeURL, check_resolved
 from gateway.events.webhooks import WebhookConfig, WebhookSink
 from gateway.metrics import Metrics

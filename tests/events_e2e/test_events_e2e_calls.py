@@ -32,8 +32,8 @@ from events_e2e_support import (
 )
 from support import MODES
 
-from gateway.events.audit import read_tail
-from gateway.events.audit_verify import verify
+from gateway.audit.log import read_tail
+from gateway.audit.verify import verify
 
 FACES = [
     pytest.param(transport, mode, id=f"{transport}-{'legacy' if mode == 'legacy' else 'modern'}")

@@ -29,7 +29,7 @@ from events_e2e_support import (
 )
 from support import free_port
 
-from gateway.events.audit_verify import verify
+from gateway.audit.verify import verify
 from gateway.events.redact import MASK
 
 

@@ -32,8 +32,8 @@ from events_e2e_support import (
     webhook_receiver,
 )
 
-from gateway.events.audit import read_tail
-from gateway.events.audit_verify import verify
+from gateway.audit.log import read_tail
+from gateway.audit.verify import verify
 from gateway.events.redact import MASK
 
 API_KEY = "sk-proj-" + secrets.token_hex(20)

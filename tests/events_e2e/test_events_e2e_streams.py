@@ -30,7 +30,7 @@ from events_e2e_support import (
 from prometheus_client.parser import text_string_to_metric_families
 from support import MODES
 
-from gateway.events.audit import read_tail
+from gateway.audit.log import read_tail
 from gateway.events.model import GAP
 
 both_eras = pytest.mark.parametrize("mode", MODES)

@@ -28,7 +28,7 @@ from gateway_faces import (
 from mcp import Client
 from support import echo_upstream, serve_asgi, write_config
 
-from gateway.events.audit import AuditLog
+from gateway.audit.log import AuditLog
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from gateway.http.app import build_app

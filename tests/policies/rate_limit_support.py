@@ -1,5 +1,5 @@
 """Helpers for the rate-limit tests: the policy step, the rate-limit step and local tools wired
-as `gateway.compose` wires them, over a clock the test moves.
+as `gateway.wiring.compose` wires them, over a clock the test moves.
 
 Imported by module name (``import rate_limit_support``): pytest puts this directory on
 ``sys.path``. Everything is real: the policy engine on the fixture files, the in-memory counter,
@@ -15,13 +15,13 @@ from typing import Any
 from policy_support import FIXTURES
 from support import call
 
+from gateway.approvals.refusals import Refusals
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
 from gateway.events.model import Event
 from gateway.events.recorder import Recorder
+from gateway.memory.rate_counter import MemoryRateCounter
 from gateway.metrics import Metrics
-from gateway.rate_counter import MemoryRateCounter
-from gateway.refusals import Refusals
 from gateway.sessions.book import SessionBook
 from gateway.sessions.store import MemorySessionStore
 from policies import PolicyDecider, PolicyHolder
@@ -118,7 +118,7 @@ def _tools(runs: list[str]) -> FunctionToolset:
 
 
 def limited_chain(counter: MemoryRateCounter | None = None) -> Limited:
-    """The limits fixture's policy over the crm tools, in the order `gateway.compose` wires."""
+    """The limits fixture's policy over the crm tools, in the order of `gateway.wiring.compose`."""
     runs: list[str] = []
     bus = EventBus("test")
     observer = BusObserver(bus)

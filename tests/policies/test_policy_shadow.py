@@ -15,8 +15,8 @@ import pytest
 from policy_support import FIXTURES, tool, who
 from support import write_config
 
+from gateway.audit.log import read_entries
 from gateway.cli.policy import register
-from gateway.events.audit import read_entries
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from policies import PolicyEngine

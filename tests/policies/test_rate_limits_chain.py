@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from rate_limit_support import START, Limited, limited_chain
 
-from gateway.rate_counter import MemoryRateCounter
+from gateway.memory.rate_counter import MemoryRateCounter
 from toolsets.rates import Rate
 
 SEARCH_LIMIT = {"rule_id": "search-per-caller", "rate": "2/min", "per": ["principal"], "burst": 2}

@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 from pg_support import PG_DSN, fresh_schema, pg_settings
 
-from gateway.events.audit import chain_hash
+from gateway.audit.log import chain_hash
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import Event
 from gateway.postgres.audit import PostgresAuditLog, verify_database

@@ -16,9 +16,9 @@ import asyncpg
 import pytest
 from pg_support import PG_DSN, fresh_schema, pg_settings
 
+from gateway.memory.rate_counter import MemoryRateCounter
 from gateway.postgres.database import Database
 from gateway.postgres.rate import SWEEP_INTERVAL, PostgresRateCounter
-from gateway.rate_counter import MemoryRateCounter
 from toolsets.errors import StoreUnavailable
 from toolsets.rates import Rate, RateCounter, RateVerdict
 

@@ -17,7 +17,7 @@ from mcp import Client
 from script_support import OPS, ctx, scripts_config
 from support import MODES, serve_asgi
 
-from gateway.events.audit import AuditLog
+from gateway.audit.log import AuditLog
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
 from toolsets.errors import ConfigError

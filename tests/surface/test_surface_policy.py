@@ -22,12 +22,12 @@ from mcp import Client
 from support import MODES, echo_upstream, mcp_http_client, write_config
 from surface_support import next_event, read_text, refused, serve_surface, uri
 
-from gateway.events.audit import read_entries
+from gateway.audit.log import read_entries
+from gateway.audit.replay import replay
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from gateway.mcp.errors import REFUSED
-from gateway.policy_replay import replay
 
 POLICY = Path(__file__).parent / "fixtures" / "surface_policy.yaml"
 AGENT, AGENT_TOKEN = "agent:reader", "surface-agent-token"

@@ -30,11 +30,11 @@ import mcp_types as types
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, ErrorData
 from pydantic import BaseModel, ValidationError
 
+from gateway.task_owner import TaskOwner
 from toolsets.context import CallContext, ProgressCallback
 from toolsets.errors import RelayRefused
 from toolsets.peer import ClientPeer, method_of, result_type_of
 from toolsets.result import ToolResult
-from toolsets.task_owner import TaskOwner
 
 __all__ = ["ANSWER_TTL", "MAX_WAITING", "STATE_PREFIX", "Outcome", "Parking"]
 

@@ -1,4 +1,4 @@
-"""Script tools, hooks and their sandbox, built from the config (used by `gateway.compose`)."""
+"""Script tools, hooks and their sandbox, built from the config (for `gateway.wiring.compose`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.events.audit import COLUMNS, GENESIS, anchor_path, chain_hash, entry_of, open_reader
+from gateway.audit.log import COLUMNS, GENESIS, anchor_path, chain_hash, entry_of, open_reader
 
 __all__ = ["VerifyReport", "verify", "verify_rows"]
 

@@ -8,10 +8,10 @@ import contextlib
 import sqlite3
 from dataclasses import dataclass
 
-from gateway.approvals.sqlite_schema import SCHEMA_VERSION as SQLITE_VERSION
-from gateway.approvals.sqlite_schema import open_database
 from gateway.config.model import GatewayConfig
 from gateway.postgres.settings import PostgresSettings
+from gateway.sqlite.schema import SCHEMA_VERSION as SQLITE_VERSION
+from gateway.sqlite.schema import open_database
 from toolsets.errors import LockgateError
 
 __all__ = ["StorageStatus", "migrate_storage", "storage_status"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from gateway.events.model import Event
 from gateway.events.redact import redact
-from gateway.events.types import DecisionLike, decision_data
+from gateway.events.tool_events import DecisionLike, decision_data
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext
 

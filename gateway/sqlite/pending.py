@@ -17,8 +17,8 @@ from gateway.approvals._rows import decode_record, record_of, row_of
 from gateway.approvals._transitions import Plan, Step
 from gateway.approvals.errors import PendingNotFound, PendingStoreError
 from gateway.approvals.pending import PendingCall
-from gateway.approvals.sqlite_schema import immediate, open_database
 from gateway.approvals.store import PendingListener, PendingStore
+from gateway.sqlite.schema import immediate, open_database
 
 __all__ = ["SQLitePendingStore"]
 

@@ -9,15 +9,15 @@ from typing import Final, Protocol, Self
 
 import anyio
 
-from gateway.events import types as event_types
+from gateway.audit.log import AuditEntry
+from gateway.events import tool_events as event_types
 from gateway.events._tasks import ConsumerTasks
-from gateway.events.audit import AuditEntry
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import Event
 
 __all__ = ["AUDITED", "LINGER", "MAX_BATCH", "AuditSink", "AuditWriter"]
 
-logger = logging.getLogger("gateway.events.audit")
+logger = logging.getLogger("gateway.audit.log")
 
 LINGER: Final = 0.05
 """Seconds the sink waits after an event for others to join its transaction."""
@@ -46,7 +46,7 @@ DRAIN_TIMEOUT: Final = 5.0
 
 
 class AuditWriter(Protocol):
-    """Where the audit sink appends: the embedded log (`gateway.events.audit.AuditLog`) or the
+    """Where the audit sink appends: the embedded log (`gateway.audit.log.AuditLog`) or the
     chain replicas share (`gateway.postgres.audit.PostgresAuditLog`)."""
 
     @property

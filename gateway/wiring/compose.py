@@ -11,32 +11,32 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.approvals.grant_sqlite import SQLiteGrantStore
 from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
 from gateway.approvals.holding import HeldCalls, Holding
-from gateway.approvals.memory import MemoryPendingStore
 from gateway.approvals.pending import PendingCall
+from gateway.approvals.refusals import Refusals
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
-from gateway.approvals.sqlite import SQLitePendingStore
 from gateway.approvals.store import PendingListener, PendingStore
 from gateway.config.model import GatewayConfig, ServerConfig, function_specs
-from gateway.event_parts import EventParts, event_parts, folder_for
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder
-from gateway.external import EXTERNAL_SERVER, external_toolset
-from gateway.group_loaders import GroupLoaders
+from gateway.memory.pending import MemoryPendingStore
+from gateway.memory.rate_counter import MemoryRateCounter
 from gateway.metrics import Metrics
 from gateway.pins import MemoryPinStore, PinStore, SQLitePinStore, ToolPins
-from gateway.rate_counter import MemoryRateCounter
-from gateway.refusals import Refusals
-from gateway.scripts.build import has_scripts, script_hooks, script_host, script_toolset
+from gateway.resources.policy_guard import PolicySurfaceGuard
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
+from gateway.sessions.group_loaders import GroupLoaders
 from gateway.sessions.store import MemorySessionStore, SQLiteSessionStore
-from gateway.surface.guard import PolicySurfaceGuard
-from gateway.upstreams import build_upstream
+from gateway.sqlite.grants import SQLiteGrantStore
+from gateway.sqlite.pending import SQLitePendingStore
+from gateway.wiring.events import EventParts, event_parts, folder_for
+from gateway.wiring.external import EXTERNAL_SERVER, external_toolset
+from gateway.wiring.scripts import has_scripts, script_hooks, script_host, script_toolset
+from gateway.wiring.upstreams import build_upstream
 from policies import PolicyDecider, PolicyEngine, PolicyHolder
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.approval_required import ApprovalRequiredToolset

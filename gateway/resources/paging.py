@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from gateway.surface.upstream import Listed, ListKind, UpstreamSurface
+from gateway.resources.upstream import Listed, ListKind, UpstreamSurface
 from toolsets.errors import UpstreamError
 
 __all__ = ["PAGE_SIZE", "Keep", "Position", "collect"]

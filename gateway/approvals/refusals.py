@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.approvals.service import Recorder
-from gateway.events import types as events
+from gateway.events import tool_events as events
 from toolsets.context import CallContext
 from toolsets.decision import Decision
 from toolsets.result import ToolResult

@@ -1,6 +1,6 @@
 """`SurfaceGuard`: what the policy says about resources and prompts, as the surface asks it.
 
-The surface (`gateway.surface`) filters listings with the ``*_visible`` methods, runs every read
+The surface (`gateway.resources`) filters listings with the ``*_visible`` methods, runs every read
 and prompt get through the wrappers, and lets a session subscribe only to a resource it may see.
 `OPEN_GUARD` allows everything; `Gateway.surface_guard` holds the guard in force.
 """
@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 
 class SurfaceGuard(Protocol):
-    """Decides over resources and prompts (the policy's guard is `gateway.surface.guard`)."""
+    """Decides over resources and prompts (the policy's guard: `gateway.resources.policy_guard`)."""
 
     def resource_visible(self, uri: str, server: str, ctx: CallContext) -> bool:
         """Whether ``ctx`` may see the resource (or template) ``uri``: the upstream's original

@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskStatus
 
-from gateway.surface.routes import Route, Routes
-from gateway.surface.upstream import UpstreamSurface
+from gateway.resources.routes import Route, Routes
+from gateway.resources.upstream import UpstreamSurface
+from gateway.task_owner import TaskOwner
 from toolsets.errors import ResourceNotFound, UpstreamError
-from toolsets.task_owner import TaskOwner
 
 __all__ = ["Subscriptions"]
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from gateway.events.audit import AuditEntry
+from gateway.audit.log import AuditEntry
 from gateway.events.redact import MASK
-from gateway.external import EXTERNAL_SERVER
-from gateway.group_loaders import LOADER_PREFIX, LOADER_SERVER
+from gateway.resources.policy_guard import RESOURCE_READ
 from gateway.sessions import session_key
-from gateway.surface.guard import RESOURCE_READ
+from gateway.sessions.group_loaders import LOADER_PREFIX, LOADER_SERVER
+from gateway.wiring.external import EXTERNAL_SERVER
 from policies.engine import PolicyEngine
 from policies.session import SessionState
 from toolsets.context import CallContext, Principal

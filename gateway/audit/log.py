@@ -3,7 +3,7 @@
 Each entry's ``hash`` is SHA-256 over its predecessor's hash followed by the canonical JSON of the
 entry (``seq``, ``ts``, ``kind``, ``call_id``, ``principal``, ``tool``, ``event_id``, ``body``), so
 changing, deleting or reordering entries breaks the chain at that point; `verify`
-(`gateway.events.audit_verify`) finds where, and the head anchor kept beside the log catches
+(`gateway.audit.verify`) finds where, and the head anchor kept beside the log catches
 entries removed from the end.
 """
 

@@ -3,7 +3,7 @@
 Call events share ``call_id``, ``tool``, ``server``, ``upstream_tool``, ``principal`` (the id only;
 claims may hold secrets) and ``session_id``. Arguments are masked along the decision's ``redact``
 paths and for credential-looking values; responses and messages for credential-looking values.
-The resource and prompt events are built in `gateway.events.surface`.
+The resource and prompt events are built in `gateway.events.resource_events`.
 """
 
 from __future__ import annotations

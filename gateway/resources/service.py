@@ -24,13 +24,13 @@ from mcp.server.subscriptions import (
 )
 
 from gateway.config.model import GatewayConfig
-from gateway.surface.completions import Completions
-from gateway.surface.guard_protocol import SurfaceGuard
-from gateway.surface.prompts import Prompts
-from gateway.surface.resources import Resources
-from gateway.surface.routes import Routes
-from gateway.surface.subscriptions import Subscriptions
-from gateway.surface.upstream import UpstreamSurface
+from gateway.resources.completions import Completions
+from gateway.resources.guard import SurfaceGuard
+from gateway.resources.prompt_list import Prompts
+from gateway.resources.resource_list import Resources
+from gateway.resources.routes import Routes
+from gateway.resources.upstream import UpstreamSurface
+from gateway.resources.upstream_subscriptions import Subscriptions
 from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
 
 __all__ = ["Relay", "Surface"]

@@ -8,10 +8,10 @@ policy decides about them (`OPEN_GUARD` allows everything).
 """
 
 from gateway.mcp.resource_handlers import SurfaceFace, surface_error
-from gateway.surface.guard_protocol import OPEN_GUARD, OpenGuard, SurfaceGuard
-from gateway.surface.routes import Route, Routes
-from gateway.surface.service import Relay, Surface
-from gateway.surface.upstream import UpstreamSurface
+from gateway.resources.guard import OPEN_GUARD, OpenGuard, SurfaceGuard
+from gateway.resources.routes import Route, Routes
+from gateway.resources.service import Relay, Surface
+from gateway.resources.upstream import UpstreamSurface
 
 __all__ = [
     "OPEN_GUARD",

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from gateway.approvals.errors import GrantNotFound, PendingStoreError
 from gateway.approvals.grants import Grant, Match
-from gateway.approvals.sqlite_schema import SQLiteFile, immediate
+from gateway.sqlite.schema import SQLiteFile, immediate
 from toolsets.canonical import canonical_json
 
 __all__ = ["SQLiteGrantStore"]

@@ -27,8 +27,8 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST, SubscriptionsListenReques
 from mcp_types import SubscriptionsListenResult as ListenResult
 
 from gateway.mcp.listen import SessionListen
-from gateway.surface.routes import Route
-from gateway.surface.service import Surface
+from gateway.resources.routes import Route
+from gateway.resources.service import Surface
 from toolsets import _sdk_compat as sdk
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError, ResourceNotFound

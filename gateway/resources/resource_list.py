@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 
-from gateway.surface.guard_protocol import SurfaceGuard
-from gateway.surface.paging import collect
-from gateway.surface.routes import Route, Routes
-from gateway.surface.upstream import UpstreamSurface
+from gateway.resources.guard import SurfaceGuard
+from gateway.resources.paging import collect
+from gateway.resources.routes import Route, Routes
+from gateway.resources.upstream import UpstreamSurface
 from toolsets.context import CallContext
 from toolsets.errors import ResourceNotFound
 from toolsets.sanitize import served_text

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import mcp_types as types
 
-from gateway.surface.guard_protocol import SurfaceGuard
-from gateway.surface.routes import Route, Routes
+from gateway.resources.guard import SurfaceGuard
+from gateway.resources.routes import Route, Routes
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError, PromptNotFound, ResourceNotFound
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.surface.upstream import UpstreamSurface
+from gateway.resources.upstream import UpstreamSurface
 from toolsets.errors import PromptNotFound, ResourceNotFound
 from toolsets.mcp_server import MCPServerToolset
 from toolsets.prefixed import SEPARATOR

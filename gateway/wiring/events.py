@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gateway.audit.log import AuditLog
+from gateway.audit.sink import AuditSink, AuditWriter
 from gateway.config.model import GatewayConfig
-from gateway.events.audit import AuditLog
-from gateway.events.audit_sink import AuditSink, AuditWriter
 from gateway.events.bus import EventBus
 from gateway.events.recorder import Recorder
 from gateway.events.webhooks import Claim

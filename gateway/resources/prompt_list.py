@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 
 import mcp_types as types
 
-from gateway.surface.guard_protocol import SurfaceGuard
-from gateway.surface.paging import collect
-from gateway.surface.resources import served_entry, served_meta
-from gateway.surface.routes import Route, Routes
-from gateway.surface.upstream import UpstreamSurface
+from gateway.resources.guard import SurfaceGuard
+from gateway.resources.paging import collect
+from gateway.resources.resource_list import served_entry, served_meta
+from gateway.resources.routes import Route, Routes
+from gateway.resources.upstream import UpstreamSurface
 from toolsets.context import CallContext
 from toolsets.errors import PromptNotFound
 from toolsets.resource_uris import rewrite_block

@@ -29,10 +29,10 @@ from typing import Any, Final, TypeVar
 import anyio
 
 from gateway.approvals.holding import HeldCalls, Holding
+from gateway.approvals.refusals import decision_meta
 from gateway.approvals.service import ApprovalService, SessionLoader
-from gateway.events import surface as events
+from gateway.events import resource_events as events
 from gateway.events.recorder import Recorder
-from gateway.refusals import decision_meta
 from toolsets.approval_required import Approved
 from toolsets.context import CallContext
 from toolsets.decision import Decision, DecisionKind
@@ -108,7 +108,7 @@ def _refusal(decision: Decision) -> str:
 
 
 class PolicySurfaceGuard:
-    """Implements `gateway.surface.guard_protocol.SurfaceGuard` on the gateway's policy,
+    """Implements `gateway.resources.guard.SurfaceGuard` on the gateway's policy,
     sessions, approval service and event bus.
 
     Args:
