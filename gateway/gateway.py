@@ -36,9 +36,9 @@ from toolsets.errors import (
     ToolNotFoundError,
     ToolQuarantined,
 )
-from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.server import MCPServerToolset, UpstreamStatus
 
 __all__ = ["Gateway", "SessionToolsChanged"]
 

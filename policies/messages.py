@@ -11,8 +11,8 @@ The message is what the model reads, so an argument must not be able to pass for
 own words. Each value is rendered delimited and escaped (`render_value`):
 
 - a string in double quotes, JSON-escaped (quotes, backslashes, newlines and other control
-  characters), invisible and bidi characters shown as ``<U+202E>`` (`toolsets.sanitize`), cut
-  after `MAX_VALUE_CHARS` with ``[… lockgate cut N characters]`` after the closing quote;
+  characters), invisible and bidi characters shown as ``<U+202E>`` (`toolsets.upstream.sanitize`),
+  cut after `MAX_VALUE_CHARS` with ``[… lockgate cut N characters]`` after the closing quote;
 - anything else as compact JSON, escaped and cut the same way (the marker follows the cut);
 - a value the call does not have as ``<missing args.record_id>``; a value under one of the
   decision's ``redact`` paths as ``<redacted args.token>``.
@@ -31,8 +31,8 @@ from typing import Any, Final
 from policies.activation import principal_value, tool_value
 from policies.session import SessionState
 from toolsets.context import Principal
-from toolsets.sanitize import CUT_MARKER, served_text
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.sanitize import CUT_MARKER, served_text
 
 __all__ = [
     "MAX_VALUE_CHARS",

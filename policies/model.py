@@ -16,7 +16,7 @@ from policies.matchers import glob_problem, principal_entry_problem
 from policies.messages import message_problem
 from policies.surface_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, UriGlob, check_scope
 from toolsets.decision import Effect
-from toolsets.flags import FLAGS
+from toolsets.upstream.flags import FLAGS
 
 __all__ = [
     "ApprovalModel",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from toolsets.decision import Decision
-from toolsets.peer import Capability, ClientPeer
+from toolsets.upstream.peer import Capability, ClientPeer
 
 __all__ = [
     "ANONYMOUS",

@@ -28,8 +28,8 @@ class ToolDef:
         title: Human-readable title, if declared.
         server: Name of the server (or local toolset) that owns the tool.
         upstream_name: The tool's name on its server.
-        flags: Warning flags on the definition (see `toolsets.flags`); derived from it, so the
-            pin covers them.
+        flags: Warning flags on the definition (see `toolsets.upstream.flags`); derived from it, so
+            the pin covers them.
         icons: MCP icons in wire form, passed through.
         execution: MCP ``execution`` (``taskSupport``...) in wire form, passed through.
         meta: The upstream's ``_meta`` without the keys the gateway owns (``lockgate/...``).

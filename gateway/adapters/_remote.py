@@ -24,9 +24,9 @@ from gateway.approvals.human_interrupt import noted
 from gateway.mcp.calls import HOLD_META
 from toolsets._sdk_compat import create_mcp_http_client
 from toolsets.errors import ToolNotFoundError, UpstreamError
-from toolsets.mcp_convert import tool_result_from_mcp
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.convert import tool_result_from_mcp
 
 __all__ = ["RemoteGateway", "RemoteOptions"]
 

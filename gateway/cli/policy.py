@@ -16,7 +16,7 @@ from policies.engine import PolicyEngine
 from policies.explain import decision_json, decision_text
 from policies.explain_gates import gate_statuses
 from toolsets.errors import ConfigError
-from toolsets.flags import FLAGS
+from toolsets.upstream.flags import FLAGS
 
 __all__ = ["Registrar", "Subparsers", "main", "register"]
 

@@ -19,8 +19,8 @@ from gateway.postgres.settings import dsn_problem
 from gateway.scripts.source import check_sources
 from policies.yamlfile import Located, parse_model, read_located
 from toolsets.errors import ConfigError, ConfigIssue
-from toolsets.function import ImportPathError, import_function
-from toolsets.sanitize import DEFAULT_MAX_DESCRIPTION
+from toolsets.functions.toolset import ImportPathError, import_function
+from toolsets.upstream.sanitize import DEFAULT_MAX_DESCRIPTION
 
 __all__ = [
     "ApprovalsConfig",

@@ -21,8 +21,8 @@ from gateway.gateway import Gateway
 from gateway.mcp.caller_decision import answer_input, input_required_result
 from gateway.mcp.errors import mcp_error
 from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
-from toolsets.peer import ClientPeer
 from toolsets.result import ToolResult
+from toolsets.upstream.peer import ClientPeer
 
 __all__ = [
     "HOLD_META",

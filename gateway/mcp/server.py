@@ -31,9 +31,9 @@ from gateway.mcp.relay import declared, request_peer
 from gateway.mcp.resource_handlers import SurfaceFace
 from toolsets import _sdk_compat as sdk
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
-from toolsets.mcp_convert import tool_def_to_mcp, tool_result_to_mcp
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.convert import tool_def_to_mcp, tool_result_to_mcp
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "GatewayServer", "build_server"]
 

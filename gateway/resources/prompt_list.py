@@ -19,7 +19,7 @@ from gateway.resources.upstream import UpstreamSurface
 from toolsets.context import CallContext
 from toolsets.errors import PromptNotFound
 from toolsets.resource_uris import rewrite_block
-from toolsets.sanitize import served_text
+from toolsets.upstream.sanitize import served_text
 
 __all__ = ["Prompts"]
 

@@ -2,8 +2,8 @@
 
 Each entry is served under its gateway URI (`toolsets.resource_uris`) with ``_meta`` naming its
 server (``lockgate/server``), its title and description escaped and cut like a tool's
-(`toolsets.sanitize`); entries the guard hides are left out. A read maps the gateway URI back
-to its server and that server's own URI, goes through the guard, and comes back with every
+(`toolsets.upstream.sanitize`); entries the guard hides are left out. A read maps the gateway URI
+back to its server and that server's own URI, goes through the guard, and comes back with every
 content's URI (and every resource URI inside it) served as the gateway's; one the server does
 not have is "not found" under the gateway URI, exactly as one the guard hides.
 """
@@ -21,7 +21,7 @@ from gateway.resources.routes import Route, Routes
 from gateway.resources.upstream import UpstreamSurface
 from toolsets.context import CallContext
 from toolsets.errors import ResourceNotFound
-from toolsets.sanitize import served_text
+from toolsets.upstream.sanitize import served_text
 
 __all__ = ["Resources", "served_entry", "served_meta"]
 

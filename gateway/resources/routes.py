@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from gateway.resources.upstream import UpstreamSurface
 from toolsets.errors import PromptNotFound, ResourceNotFound
-from toolsets.mcp_server import MCPServerToolset
 from toolsets.prefixed import SEPARATOR
 from toolsets.resource_uris import gateway_uri, split_gateway_uri
+from toolsets.upstream.server import MCPServerToolset
 
 __all__ = ["Route", "Routes"]
 

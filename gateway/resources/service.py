@@ -31,7 +31,7 @@ from gateway.resources.resource_list import Resources
 from gateway.resources.routes import Routes
 from gateway.resources.upstream import UpstreamSurface
 from gateway.resources.upstream_subscriptions import Subscriptions
-from toolsets.mcp_server import MCPServerToolset, UpstreamStatus
+from toolsets.upstream.server import MCPServerToolset, UpstreamStatus
 
 __all__ = ["Relay", "Surface"]
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.errors import PromptNotFound, ResourceNotFound, UpstreamError, UpstreamRequestError
-from toolsets.mcp_server import MCPServerToolset
+from toolsets.upstream.server import MCPServerToolset
 
 __all__ = ["Capability", "ListKind", "UpstreamSurface"]
 

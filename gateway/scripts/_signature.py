@@ -1,7 +1,7 @@
 """A script's ``run(...)`` as a tool: JSON Schema and description read from its syntax tree.
 
 Nothing here runs or imports the script; only annotations, literal defaults and the docstring
-are read. The schemas have the shape `toolsets.function_schema` gives Python functions.
+are read. The schemas have the shape `toolsets.functions.schema` gives Python functions.
 """
 
 from __future__ import annotations

@@ -45,9 +45,8 @@ from toolsets.context import CallContext
 from toolsets.errors import ConfigError, ConfigIssue
 from toolsets.events import EventsToolset
 from toolsets.filtered import FilteredToolset
-from toolsets.function import FunctionTool, FunctionToolset, import_function
+from toolsets.functions.toolset import FunctionTool, FunctionToolset, import_function
 from toolsets.hooked import CallHooks, HookedToolset
-from toolsets.mcp_server import MCPServerToolset, StatusHandler
 from toolsets.pinned import PinnedToolset
 from toolsets.policy import PolicyToolset
 from toolsets.prefixed import PrefixedToolset
@@ -55,6 +54,7 @@ from toolsets.rate_limited import RateLimitedToolset
 from toolsets.rates import RateCounter
 from toolsets.resource_links import ResourceLinksToolset
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.server import MCPServerToolset, StatusHandler
 from toolsets.validated import SchemaValidators, ValidatingToolset
 
 if TYPE_CHECKING:

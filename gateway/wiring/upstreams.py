@@ -14,8 +14,8 @@ from mcp.client.streamable_http import streamable_http_client
 from gateway.config.model import GatewayConfig, ServerConfig, python_command
 from toolsets._sdk_compat import TransportStreams
 from toolsets.abstract import ToolsChangedHandler
-from toolsets.http_limit import ResponseLimit
-from toolsets.mcp_server import ClientTarget, MCPServerToolset, StatusHandler
+from toolsets.upstream.http_limit import ResponseLimit
+from toolsets.upstream.server import ClientTarget, MCPServerToolset, StatusHandler
 
 __all__ = ["build_upstream"]
 

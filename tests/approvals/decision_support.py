@@ -14,7 +14,7 @@ from gateway.approvals.pending import PendingCall
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from toolsets import CallContext, Principal, ToolResult
-from toolsets.function import FunctionTool, FunctionToolset
+from toolsets.functions.toolset import FunctionTool, FunctionToolset
 
 BOB = Principal(id="agent:bob")
 """The caller."""

@@ -12,7 +12,7 @@ from gateway.approvals.access import may_see
 from gateway.approvals.service import NotAnApprover
 from gateway.gateway import Gateway
 from toolsets import CallContext, Principal
-from toolsets.function import FunctionTool, FunctionToolset
+from toolsets.functions.toolset import FunctionTool, FunctionToolset
 
 BOB = Principal(id="user:bob", roles=frozenset({"ops"}))
 ALICE = Principal(id="user:alice", roles=frozenset({"ops"}))

@@ -13,7 +13,7 @@ from support import full, write_config
 from gateway.gateway import Gateway
 from toolsets import Principal
 from toolsets.errors import AuditUnavailable
-from toolsets.function import FunctionTool, FunctionToolset
+from toolsets.functions.toolset import FunctionTool, FunctionToolset
 
 APPROVER = Principal(id="user:alice", roles=frozenset({"approver"}))
 POLICY = """\

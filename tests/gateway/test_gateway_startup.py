@@ -17,7 +17,7 @@ from support import echo_upstream, write_config
 
 from gateway.gateway import Gateway
 from toolsets.errors import ToolCollisionError
-from toolsets.function import FunctionTool, FunctionToolset
+from toolsets.functions.toolset import FunctionTool, FunctionToolset
 
 DEAD = {
     "name": "dead",

@@ -24,8 +24,8 @@ from support import serve_asgi, write_config
 
 from gateway.gateway import Gateway
 from toolsets import jsonwire
-from toolsets.http_limit import ResponseLimit
-from toolsets.stdio_pipe import TOO_LARGE
+from toolsets.upstream.http_limit import ResponseLimit
+from toolsets.upstream.stdio_pipe import TOO_LARGE
 
 MIB = 1 << 20
 Transport = Literal["http", "sse"]

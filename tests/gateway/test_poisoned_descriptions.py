@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from support import write_config
 
-from toolsets.sanitize import served_text
+from toolsets.upstream.sanitize import served_text
 
 POISONED_SERVER = str(Path(__file__).parent / "fixtures" / "poisoned_server.py")
 LIMIT = 3000

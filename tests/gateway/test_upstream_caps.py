@@ -12,7 +12,7 @@ from gateway_faces import text_of
 from support import echo_upstream, write_config
 
 from gateway.gateway import Gateway
-from toolsets import stderr_log
+from toolsets.upstream import stderr_log
 
 FLOOD = 2000
 FLOOD_MIB = 20

@@ -29,7 +29,7 @@ from policies.session import SessionState
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext, Principal
 from toolsets.events import EventsToolset
-from toolsets.function import FunctionToolset
+from toolsets.functions.toolset import FunctionToolset
 from toolsets.policy import PolicyToolset
 from toolsets.prefixed import PrefixedToolset
 from toolsets.rate_limited import RateLimitedToolset

@@ -18,8 +18,8 @@ from policies.cases import run_case_file
 from policies.engine import FLAG_REASONS
 from policies.schema import SCHEMA_FILES
 from toolsets.errors import PolicyError
-from toolsets.flags import FLAGS
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.flags import FLAGS
 
 FLAGGED = FIXTURES / "flags"
 REVIEWED = FLAGGED / "reviewed.yaml"

@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from relay_support import FACES, Answers, Face, Served, open_client, text
 
-from toolsets.upstream_requests import UpstreamRequests
+from toolsets.upstream.client_requests import UpstreamRequests
 
 MODERN_HTTP = Face("http", "auto")
 

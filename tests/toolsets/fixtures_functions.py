@@ -6,7 +6,7 @@ resolve them.
 
 from __future__ import annotations
 
-from toolsets.tool_context import ToolContext
+from toolsets.functions.tool_context import ToolContext
 
 NOT_CALLABLE = 42
 

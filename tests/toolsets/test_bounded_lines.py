@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolsets.lines import HEAD, BoundedLines, Oversized, request_id_of
+from toolsets.upstream.lines import HEAD, BoundedLines, Oversized, request_id_of
 
 
 def test_lines_split_across_chunks_are_joined() -> None:

@@ -12,9 +12,9 @@ import fixtures_functions
 import pytest
 from pydantic import BaseModel, Field
 
-from toolsets.function_schema import function_schema
+from toolsets.functions.schema import function_schema
+from toolsets.functions.tool_context import ToolContext
 from toolsets.result import ToolResult
-from toolsets.tool_context import ToolContext
 
 
 class Color(enum.Enum):

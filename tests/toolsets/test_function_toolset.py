@@ -15,9 +15,9 @@ from support import call as call_tool
 
 from toolsets.context import CallContext, Principal
 from toolsets.errors import LockgateError, ToolNotFoundError
-from toolsets.function import FunctionTool, FunctionToolset, ImportPathError
+from toolsets.functions.tool_context import ToolContext
+from toolsets.functions.toolset import FunctionTool, FunctionToolset, ImportPathError
 from toolsets.result import ToolResult
-from toolsets.tool_context import ToolContext
 
 # Marked here, not only by tests/conftest.py: a marker added after collection leaves
 # parametrized async tests without their parameters.

@@ -10,14 +10,14 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from toolsets import CallContext
-from toolsets.mcp_convert import tool_def_from_mcp
-from toolsets.mcp_server import MCPServerToolset
-from toolsets.sanitize import (
+from toolsets.upstream.convert import tool_def_from_mcp
+from toolsets.upstream.sanitize import (
     DEFAULT_MAX_DESCRIPTION,
     served_annotations,
     served_schema,
     served_text,
 )
+from toolsets.upstream.server import MCPServerToolset
 
 
 def tags(text: str) -> str:

@@ -24,10 +24,10 @@ from support import ECHO_SERVER
 from support import call as call_tool
 
 from toolsets import CallContext, UpstreamError
-from toolsets.mcp_convert import tool_result_from_mcp
-from toolsets.mcp_server import MCPServerToolset
 from toolsets.result import ToolResult
-from toolsets.stdio_pipe import StdioPipe
+from toolsets.upstream.convert import tool_result_from_mcp
+from toolsets.upstream.server import MCPServerToolset
+from toolsets.upstream.stdio_pipe import StdioPipe
 
 ERAS = [
     pytest.param("legacy", "legacy", "2025-11-25", id="legacy"),

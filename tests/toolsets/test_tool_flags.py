@@ -9,8 +9,8 @@ from mcp.server.mcpserver import MCPServer
 
 from policies import PolicyEngine
 from toolsets import CallContext, Principal
-from toolsets.flags import MAX_DESCRIPTION, tool_flags
-from toolsets.mcp_server import MCPServerToolset
+from toolsets.upstream.flags import MAX_DESCRIPTION, tool_flags
+from toolsets.upstream.server import MCPServerToolset
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 

@@ -1,6 +1,6 @@
 """Relaying beyond tool calls: an upstream's requests to the client (elicitation, sampling,
 roots) reach the client whose call is in progress, and its log messages the sessions that
-asked (see `toolsets.upstream_requests` for how a request is attributed to a call)."""
+asked (see `toolsets.upstream.client_requests` for how a request is attributed to a call)."""
 
 from gateway.mcp.relay.hub import Relay
 from gateway.mcp.relay.logs import LogRelay

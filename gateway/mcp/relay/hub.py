@@ -8,7 +8,7 @@ from types import TracebackType
 
 from gateway.mcp.relay.logs import LogRelay
 from gateway.mcp.relay.parking import Parking
-from toolsets.mcp_server import MCPServerToolset
+from toolsets.upstream.server import MCPServerToolset
 
 __all__ = ["Relay"]
 

@@ -4,10 +4,11 @@ that asked for them, each at its own level, tagged with the server.
 2025-11-25 sessions ask with ``logging/setLevel``, for the whole session. Upstream sessions are
 shared by every downstream session, so each upstream is asked for the most verbose level any
 session asked (2025-11-25 upstreams with ``logging/setLevel``, 2026-07-28 upstreams on every
-call, see `toolsets.upstream_requests`), and each message goes only to the sessions whose level
-it passes. 2026-07-28 clients ask per request (``_meta`` ``io.modelcontextprotocol/logLevel``):
-a message reaches such a request while its call is in progress on that server. A message is
-tagged with its server: ``logger`` is ``server`` or ``server/<the upstream's logger>``.
+call, see `toolsets.upstream.client_requests`), and each message goes only to the sessions whose
+level it passes. 2026-07-28 clients ask per request (``_meta``
+``io.modelcontextprotocol/logLevel``): a message reaches such a request while its call is in
+progress on that server. A message is tagged with its server: ``logger`` is ``server`` or
+``server/<the upstream's logger>``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from mcp.server.context import ServerRequestContext
 from mcp_types import LoggingLevel
 
 from toolsets import _sdk_compat as sdk
-from toolsets.mcp_server import MCPServerToolset
-from toolsets.peer import ClientPeer, at_least, most_verbose
+from toolsets.upstream.peer import ClientPeer, at_least, most_verbose
+from toolsets.upstream.server import MCPServerToolset
 
 __all__ = ["DELIVERY_TIMEOUT", "LogRelay", "tagged"]
 

@@ -33,8 +33,8 @@ from pydantic import BaseModel, ValidationError
 from gateway.task_owner import TaskOwner
 from toolsets.context import CallContext, ProgressCallback
 from toolsets.errors import RelayRefused
-from toolsets.peer import ClientPeer, method_of, result_type_of
 from toolsets.result import ToolResult
+from toolsets.upstream.peer import ClientPeer, method_of, result_type_of
 
 __all__ = ["ANSWER_TTL", "MAX_WAITING", "STATE_PREFIX", "Outcome", "Parking"]
 

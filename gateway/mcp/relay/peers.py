@@ -13,7 +13,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import LOG_LEVEL_META_KEY, LoggingLevel, RequestId
 
 from toolsets.context import ClientInfo
-from toolsets.peer import LOG_LEVELS, result_type_of
+from toolsets.upstream.peer import LOG_LEVELS, result_type_of
 
 __all__ = ["RequestPeer", "declared", "log_level_of", "request_peer"]
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from starlette.types import Send
 
 from toolsets import jsonwire
-from toolsets.peer import result_type_of
+from toolsets.upstream.peer import result_type_of
 
 __all__ = ["EventStream", "WirePeer", "WireRequests", "is_response"]
 

@@ -37,7 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.context import CallContext
 from toolsets.errors import RelayRefused
-from toolsets.peer import Capability, ClientPeer, capability_of, method_of, most_verbose
+from toolsets.upstream.peer import Capability, ClientPeer, capability_of, method_of, most_verbose
 
 __all__ = ["REFUSED", "UpstreamLogHandler", "UpstreamRequests", "client_identity"]
 

@@ -21,15 +21,15 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
-from toolsets.direct_call import DirectCall
 from toolsets.errors import UpstreamError, UpstreamRequestError
-from toolsets.mcp_convert import tool_def_from_mcp, tool_result_from_mcp
-from toolsets.peer import Capability
 from toolsets.result import ToolResult
-from toolsets.sanitize import DEFAULT_MAX_DESCRIPTION
-from toolsets.stdio_pipe import DEFAULT_MAX_MESSAGE, TOO_LARGE, StdioPipe
 from toolsets.tooldef import ToolDef
-from toolsets.upstream_requests import REFUSED, UpstreamRequests
+from toolsets.upstream.client_requests import REFUSED, UpstreamRequests
+from toolsets.upstream.convert import tool_def_from_mcp, tool_result_from_mcp
+from toolsets.upstream.direct_call import DirectCall
+from toolsets.upstream.peer import Capability
+from toolsets.upstream.sanitize import DEFAULT_MAX_DESCRIPTION
+from toolsets.upstream.stdio_pipe import DEFAULT_MAX_MESSAGE, TOO_LARGE, StdioPipe
 
 __all__ = [
     "ClientTarget",
@@ -71,7 +71,7 @@ class MCPServerToolset(Toolset):
     connect concurrently. A lost connection is reopened with capped exponential backoff and jitter,
     forever; the catalogue is re-listed after every (re)connect and on ``tools/list_changed``.
     Titles and descriptions are served escaped and cut to ``max_description`` characters (0: no
-    limit; see `toolsets.sanitize`).
+    limit; see `toolsets.upstream.sanitize`).
     """
 
     def __init__(

@@ -2,8 +2,8 @@
 
 Titles and descriptions are untrusted text the model reads. Characters a person reviewing the
 definition cannot see are replaced by visible escapes, and text longer than the server's
-``max_description`` is cut with a marker. Warning flags (`toolsets.flags`) are computed on the
-raw upstream text first; the pin covers the served text, so escaping (rather than stripping)
+``max_description`` is cut with a marker. Warning flags (`toolsets.upstream.flags`) are computed on
+the raw upstream text first; the pin covers the served text, so escaping (rather than stripping)
 keeps a change in hidden characters a change of the pin.
 
 Escapes, chosen to read plainly in a listing:

@@ -3,7 +3,7 @@
 An upstream serving a call may ask the client something (``elicitation/create``,
 ``sampling/createMessage``, ``roots/list``) and may send log messages. The faces that carry a
 call (gateway/relay) hand a `ClientPeer` down with it in `CallContext.peer`; the upstream
-toolset (`toolsets.upstream_requests`) decides whose call a request belongs to and asks that
+toolset (`toolsets.upstream.client_requests`) decides whose call a request belongs to and asks that
 peer. Log levels follow MCP's RFC 5424 scale, least severe first.
 """
 

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError, ToolNotFoundError
-from toolsets.function_schema import FunctionSchema, function_schema
+from toolsets.functions.schema import FunctionSchema, function_schema
+from toolsets.functions.tool_context import ToolContext
 from toolsets.result import ToolResult
-from toolsets.tool_context import ToolContext
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
 
 __all__ = [

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaWarningKind
 from pydantic_core import to_jsonable_python
 
+from toolsets.functions.tool_context import ToolContext
 from toolsets.result import ToolResult
-from toolsets.tool_context import ToolContext
 
 __all__ = ["FunctionSchema", "function_schema"]
 

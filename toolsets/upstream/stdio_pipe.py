@@ -46,8 +46,8 @@ from toolsets._sdk_compat import (
     stop_server_process,  # the SDK's shutdown: close stdin, wait, terminate the tree
     terminate_process_tree,
 )
-from toolsets.lines import BoundedLines, Oversized, request_id_of
-from toolsets.stderr_log import StderrLog
+from toolsets.upstream.lines import BoundedLines, Oversized, request_id_of
+from toolsets.upstream.stderr_log import StderrLog
 
 __all__ = ["DEFAULT_MAX_MESSAGE", "TOO_LARGE", "StdioPipe"]
 

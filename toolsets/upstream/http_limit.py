@@ -30,8 +30,8 @@ import httpx2
 import mcp_types as types
 
 from toolsets import jsonwire
-from toolsets.lines import HEAD
-from toolsets.stdio_pipe import TOO_LARGE
+from toolsets.upstream.lines import HEAD
+from toolsets.upstream.stdio_pipe import TOO_LARGE
 
 __all__ = ["ResponseLimit"]
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolsets.errors import UpstreamError
-from toolsets.mcp_convert import tool_result_from_wire
 from toolsets.result import ToolResult
-from toolsets.stdio_pipe import StdioPipe
-from toolsets.upstream_requests import UpstreamRequests
+from toolsets.upstream.client_requests import UpstreamRequests
+from toolsets.upstream.convert import tool_result_from_wire
+from toolsets.upstream.stdio_pipe import StdioPipe
 
 __all__ = ["DirectCall"]
 

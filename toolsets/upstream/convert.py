@@ -8,16 +8,16 @@ from typing import Any
 import mcp_types as types
 from pydantic import BaseModel
 
-from toolsets.flags import tool_flags
 from toolsets.prefixed import SEPARATOR
 from toolsets.result import ToolResult
-from toolsets.sanitize import (
+from toolsets.tooldef import TOOL_NAME_RE, ToolDef
+from toolsets.upstream.flags import tool_flags
+from toolsets.upstream.sanitize import (
     DEFAULT_MAX_DESCRIPTION,
     served_annotations,
     served_schema,
     served_text,
 )
-from toolsets.tooldef import TOOL_NAME_RE, ToolDef
 
 __all__ = [
     "tool_def_from_mcp",
@@ -39,7 +39,7 @@ def tool_def_from_mcp(
 
     Flags are taken from the upstream text as sent; the definition served (and pinned) has its
     titles and descriptions escaped and cut to ``max_description`` characters (0: no limit), see
-    `toolsets.sanitize`. Names are not rewritten: one outside ``[A-Za-z0-9_-]`` is refused.
+    `toolsets.upstream.sanitize`. Names are not rewritten: one outside ``[A-Za-z0-9_-]`` is refused.
     """
     if not TOOL_NAME_RE.fullmatch(tool.name) or SEPARATOR in tool.name:
         log.warning(
