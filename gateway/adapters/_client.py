@@ -16,9 +16,8 @@ from typing import Any, Literal, Protocol, Self
 
 from mcp_types import TextContent
 
-from gateway.approvals.errors import PendingNotFound
+from gateway.approvals.errors import DecisionRefused, NotAnApprover, PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_config, interrupt_request, noted
-from gateway.approvals.service import DecisionRefused, NotAnApprover
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, CallContext, Principal
 from toolsets.decision import ALL_DECISION_KINDS

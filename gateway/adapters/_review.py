@@ -27,7 +27,8 @@ from gateway.adapters._client import (
     held_of,
     result_text,
 )
-from gateway.approvals.human_interrupt import InvalidHumanResponse, read_response
+from gateway.approvals.errors import InvalidHumanResponse
+from gateway.approvals.human_interrupt import read_response
 from toolsets.result import ToolResult
 
 __all__ = ["Ask", "call_reviewed"]

@@ -39,15 +39,14 @@ from langchain_core.utils.function_calling import convert_to_json_schema
 from gateway.adapters._langgraph_compat import interrupt
 from gateway.adapters._local_review import Ledger, Plan, Refused, Run, Say, plan_of_record
 from gateway.adapters._review import Ask
+from gateway.approvals.errors import DecisionRefused, InvalidHumanResponse
 from gateway.approvals.human_interrupt import (
-    InvalidHumanResponse,
     ReviewAnswer,
     interrupt_config,
     noted,
     read_response,
 )
 from gateway.approvals.pending import PendingCall
-from gateway.approvals.service import DecisionRefused
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
 

@@ -1,8 +1,14 @@
-"""HTTP edges of the REST API: reading JSON bodies, and errors mapped to statuses in one place."""
+"""HTTP edges of the REST API: reading JSON bodies, and every error mapped to a response, once.
+
+Modelled on Starlette's exception handlers, as `gateway.mcp.errors` is: `HTTP_ERRORS` names one
+handler per exception class and `error_response` uses the first one along the exception's MRO,
+so a subclass answers as its nearest mapped base does.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -11,19 +17,30 @@ from starlette.responses import JSONResponse
 
 from gateway.approvals.errors import (
     DecisionInvalid,
+    DecisionRefused,
     GrantConflict,
     GrantNotFound,
+    InvalidHumanResponse,
+    NotAnApprover,
     PendingConflict,
     PendingNotFound,
 )
-from gateway.approvals.human_interrupt import InvalidHumanResponse
-from gateway.approvals.service import DecisionRefused, NotAnApprover
-from gateway.errors import http_status_for
-from toolsets.errors import LockgateError
+from toolsets.errors import (
+    ApprovalConflict,
+    AuditUnavailable,
+    ConfigError,
+    LockgateError,
+    StoreUnavailable,
+    ToolNotFoundError,
+    ToolQuarantined,
+    UpstreamError,
+)
 
-__all__ = ["MAX_BODY", "BadRequest", "error_response", "read_json"]
+__all__ = ["HTTP_ERRORS", "MAX_BODY", "BadRequest", "error_response", "read_json"]
 
 MAX_BODY = 1 << 20
+
+Handler = Callable[[Any], JSONResponse]
 
 
 class BadRequest(LockgateError):
@@ -49,27 +66,52 @@ async def read_json(request: Request) -> Any:
         raise BadRequest(f"body is not JSON: {exc.msg}") from None
 
 
-def error_response(exc: Exception) -> JSONResponse:
+def _answer(status: int, error: str) -> Handler:
+    """A handler answering ``{"error": error, "detail": str(exc)}`` with ``status``."""
+
+    def handler(exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": error, "detail": str(exc)}, status_code=status)
+
+    return handler
+
+
+def _invalid_body(exc: ValidationError) -> JSONResponse:
+    errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+    return JSONResponse({"error": "invalid_body", "detail": errors}, status_code=422)
+
+
+def _bad_request(exc: BadRequest) -> JSONResponse:
+    return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=exc.status)
+
+
+def _pending_conflict(exc: PendingConflict) -> JSONResponse:
+    body = {"error": "conflict", "detail": str(exc), "state": exc.call.state}
+    return JSONResponse(body, status_code=409)
+
+
+HTTP_ERRORS: dict[type[BaseException], Handler] = {
+    ValidationError: _invalid_body,
+    BadRequest: _bad_request,
+    InvalidHumanResponse: _answer(400, "bad_request"),
+    DecisionInvalid: _answer(400, "bad_request"),
+    NotAnApprover: _answer(403, "forbidden"),
+    PendingNotFound: _answer(404, "not_found"),
+    GrantNotFound: _answer(404, "not_found"),
+    PendingConflict: _pending_conflict,
+    GrantConflict: _answer(409, "conflict"),
+    DecisionRefused: _answer(422, "refused"),
+    ConfigError: _answer(400, "error"),
+    ToolNotFoundError: _answer(404, "error"),
+    ApprovalConflict: _answer(409, "error"),
+    ToolQuarantined: _answer(409, "error"),
+    UpstreamError: _answer(502, "error"),
+    AuditUnavailable: _answer(503, "error"),
+    StoreUnavailable: _answer(503, "error"),
+    LockgateError: _answer(400, "error"),
+}
+
+
+def error_response(exc: LockgateError | ValidationError) -> JSONResponse:
     """The JSON error response for one of our errors (or a body validation error)."""
-    if isinstance(exc, ValidationError):
-        errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
-        return JSONResponse({"error": "invalid_body", "detail": errors}, status_code=422)
-    if isinstance(exc, BadRequest):
-        return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=exc.status)
-    if isinstance(exc, InvalidHumanResponse):
-        return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=400)
-    if isinstance(exc, PendingNotFound | GrantNotFound):
-        return JSONResponse({"error": "not_found", "detail": str(exc)}, status_code=404)
-    if isinstance(exc, DecisionInvalid):
-        return JSONResponse({"error": "bad_request", "detail": str(exc)}, status_code=400)
-    if isinstance(exc, GrantConflict):
-        return JSONResponse({"error": "conflict", "detail": str(exc)}, status_code=409)
-    if isinstance(exc, PendingConflict):
-        body = {"error": "conflict", "detail": str(exc), "state": exc.call.state}
-        return JSONResponse(body, status_code=409)
-    if isinstance(exc, NotAnApprover):
-        return JSONResponse({"error": "forbidden", "detail": str(exc)}, status_code=403)
-    if isinstance(exc, DecisionRefused):
-        return JSONResponse({"error": "refused", "detail": str(exc)}, status_code=422)
-    assert isinstance(exc, LockgateError)
-    return JSONResponse({"error": "error", "detail": str(exc)}, status_code=http_status_for(exc))
+    handler = next(HTTP_ERRORS[kind] for kind in type(exc).__mro__ if kind in HTTP_ERRORS)
+    return handler(exc)

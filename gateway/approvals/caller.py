@@ -8,38 +8,21 @@ import logging
 import anyio
 
 from gateway.approvals.elicit import CallerAnswer, ask_caller
-from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.errors import (
+    DecisionRefused,
+    InputRequired,
+    PendingConflict,
+    PendingNotFound,
+)
 from gateway.approvals.pending import PendingCall
-from gateway.approvals.service import ApprovalService, DecisionRefused
+from gateway.approvals.service import ApprovalService
 from toolsets.context import CallContext, Principal
 from toolsets.decision import Decision
 from toolsets.tooldef import ToolDef
 
-__all__ = [
-    "BackChannelRequired",
-    "InputRequired",
-    "apply_caller_answer",
-    "ask_calling_user",
-    "needs_back_channel",
-]
+__all__ = ["apply_caller_answer", "ask_calling_user", "needs_back_channel"]
 
 log = logging.getLogger("lockgate.approvals")
-
-
-class InputRequired(Exception):
-    """A 2026-07-28 caller must answer an approval question: the MCP face answers the request
-    with an ``InputRequiredResult`` and the client re-issues the call with its answer."""
-
-    def __init__(self, call: PendingCall, tool: ToolDef) -> None:
-        super().__init__(call.id)
-        self.call = call
-        self.tool = tool
-
-
-class BackChannelRequired(Exception):
-    """The call would ask a 2025-11-25 caller over its session's back-channel, which the face
-    serving the request does not carry; raised before anything happened, so the request can
-    be served again by a face that does."""
 
 
 def needs_back_channel(decision: Decision, ctx: CallContext) -> bool:

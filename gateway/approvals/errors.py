@@ -1,4 +1,5 @@
-"""Errors of the pending-call store and the sealed request state, all under `LockgateError`."""
+"""Errors of the approvals concern (pending calls, decisions, grants, the sealed request state),
+all under `LockgateError`, and the two signals a held call sends its MCP face."""
 
 from __future__ import annotations
 
@@ -9,17 +10,22 @@ from toolsets.errors import ApprovalConflict, LockgateError
 if TYPE_CHECKING:
     from gateway.approvals.grants import Grant
     from gateway.approvals.pending import PendingCall
+    from toolsets.tooldef import ToolDef
 
 __all__ = [
+    "BackChannelRequired",
     "DecisionInvalid",
     "DecisionRefused",
     "GrantConflict",
     "GrantNotFound",
+    "InputRequired",
+    "InvalidHumanResponse",
     "NotAnApprover",
     "PendingConflict",
     "PendingNotFound",
     "PendingStoreError",
     "SealedStateError",
+    "TooManyPending",
 ]
 
 
@@ -71,6 +77,14 @@ class NotAnApprover(DecisionRefused):
     """The principal may not decide this call."""
 
 
+class InvalidHumanResponse(LockgateError, ValueError):
+    """A resume value that is no known response, or a response type the reviewer may not give."""
+
+
+class TooManyPending(LockgateError):
+    """The caller already has as many calls waiting as it may."""
+
+
 class DecisionInvalid(LockgateError):
     """A decision asks for what the held call's rule does not offer, or lacks what it needs:
     a grant scope the rule does not list, a grant longer than ``grant_max``, break-glass
@@ -99,3 +113,19 @@ class GrantConflict(ApprovalConflict):
     def __init__(self, grant: Grant, why: str) -> None:
         self.grant = grant
         super().__init__(f"Grant {grant.id!r} {why}; nothing to revoke")
+
+
+class InputRequired(Exception):
+    """A 2026-07-28 caller must answer an approval question: the MCP face answers the request
+    with an ``InputRequiredResult`` and the client re-issues the call with its answer."""
+
+    def __init__(self, call: PendingCall, tool: ToolDef) -> None:
+        super().__init__(call.id)
+        self.call = call
+        self.tool = tool
+
+
+class BackChannelRequired(Exception):
+    """The call would ask a 2025-11-25 caller over its session's back-channel, which the face
+    serving the request does not carry; raised before anything happened, so the request can
+    be served again by a face that does."""

@@ -10,10 +10,15 @@ from typing import Any
 
 import anyio
 
-from gateway.approvals.caller import BackChannelRequired, ask_calling_user, needs_back_channel
-from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.caller import ask_calling_user, needs_back_channel
+from gateway.approvals.errors import (
+    BackChannelRequired,
+    PendingConflict,
+    PendingNotFound,
+    TooManyPending,
+)
 from gateway.approvals.pending import PendingCall
-from gateway.approvals.service import ApprovalService, TooManyPending
+from gateway.approvals.service import ApprovalService
 from gateway.approvals.wire import result_from_wire, result_to_wire
 from toolsets.approval_required import Approved, Granted
 from toolsets.context import CallContext

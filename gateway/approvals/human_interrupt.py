@@ -29,11 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from gateway.approvals.errors import InvalidHumanResponse
 from gateway.approvals.pending import HumanDecision, PendingCall
-from toolsets.errors import LockgateError
 
 __all__ = [
-    "InvalidHumanResponse",
     "ReviewAnswer",
     "interrupt_config",
     "interrupt_request",
@@ -48,10 +47,6 @@ _CONFIG_OF: Final[dict[str, HumanDecision]] = {
     "allow_ignore": "deny",
 }
 _DENIED = "The call was rejected by a reviewer."
-
-
-class InvalidHumanResponse(LockgateError, ValueError):
-    """A resume value that is no known response, or a response type the reviewer may not give."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,9 +15,9 @@ from gateway.approvals import voting
 from gateway.approvals.asked import Asked, check_asked
 from gateway.approvals.errors import (
     DecisionRefused,
-    NotAnApprover,
     PendingConflict,
     PendingNotFound,
+    TooManyPending,
 )
 from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
 from gateway.approvals.granting import Grants
@@ -32,26 +32,16 @@ from policies import Decision, PolicyHolder
 from policies.session import SessionState
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext, Principal
-from toolsets.errors import ApprovalConflict, AuditUnavailable, LockgateError
+from toolsets.errors import ApprovalConflict, AuditUnavailable
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.validated import ArgumentsInvalid, SchemaValidators
 
-__all__ = [
-    "ApprovalService",
-    "DecisionRefused",
-    "NotAnApprover",
-    "Recorder",
-    "TooManyPending",
-]
+__all__ = ["ApprovalService", "Recorder"]
 
 log = logging.getLogger("lockgate.approvals")
 NOT_ON_RECORD = "the request could not be put on record (audit log unwritable); not asked, not run"
 Catalogue = Callable[[], Awaitable[dict[str, ToolDef]]]
-
-
-class TooManyPending(LockgateError):
-    """The caller already has as many calls waiting as it may."""
 
 
 class Recorder(Protocol):

@@ -9,8 +9,9 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
-from gateway.approvals.caller import InputRequired, apply_caller_answer
+from gateway.approvals.caller import apply_caller_answer
 from gateway.approvals.elicit import form_message, form_schema, parse_answer
+from gateway.approvals.errors import InputRequired
 from gateway.gateway import Gateway
 from toolsets.context import CallContext, ElicitCallback
 

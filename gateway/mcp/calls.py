@@ -16,7 +16,7 @@ from typing import Any
 import mcp_types as types
 from mcp_types import ErrorData
 
-from gateway.approvals.caller import BackChannelRequired, InputRequired
+from gateway.approvals.errors import BackChannelRequired, InputRequired
 from gateway.gateway import Gateway
 from gateway.mcp.caller_decision import answer_input, input_required_result
 from gateway.mcp.errors import mcp_error

@@ -42,7 +42,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.approvals.caller import BackChannelRequired
+from gateway.approvals.errors import BackChannelRequired
 from gateway.mcp.calls import SESSION_HEADER
 from gateway.mcp.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
 from gateway.mcp.relay.wire import EventStream, WirePeer, WireRequests, is_response

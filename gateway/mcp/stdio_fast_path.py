@@ -34,7 +34,7 @@ from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY, ErrorData
 
-from gateway.approvals.caller import BackChannelRequired
+from gateway.approvals.errors import BackChannelRequired
 from gateway.mcp.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
 from gateway.mcp.relay import declared
 from gateway.mcp.relay.wire import WirePeer, WireRequests

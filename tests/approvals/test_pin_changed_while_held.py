@@ -11,7 +11,7 @@ import anyio
 import pytest
 from support import write_config
 
-from gateway.approvals.service import DecisionRefused
+from gateway.approvals.errors import DecisionRefused
 from gateway.gateway import Gateway
 from toolsets import CallContext, Principal, ToolDef, ToolResult, Toolset
 

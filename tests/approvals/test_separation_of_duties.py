@@ -9,7 +9,7 @@ import pytest
 from support import write_config
 
 from gateway.approvals.access import may_see
-from gateway.approvals.service import NotAnApprover
+from gateway.approvals.errors import NotAnApprover
 from gateway.gateway import Gateway
 from toolsets import CallContext, Principal
 from toolsets.functions.toolset import FunctionTool, FunctionToolset

@@ -18,7 +18,7 @@ from gateway.adapters.human_in_the_loop import (
     human_in_the_loop,
     human_in_the_loop_async,
 )
-from gateway.approvals.human_interrupt import InvalidHumanResponse
+from gateway.approvals.errors import InvalidHumanResponse
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
 from toolsets.context import Principal
