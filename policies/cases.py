@@ -194,7 +194,7 @@ def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
     principal = Principal(id=call.principal, roles=frozenset(call.roles), claims=call.claims)
     session = session_state(call.session)
     if call.tool is None:
-        return _evaluate_surface(engine, call, principal, session)
+        return _evaluate_resource(engine, call, principal, session)
     tool = tool_for(call.tool, call.server, call.annotations, call.flags)
     if call.stage == "list":
         given = "session" in call.model_fields_set
@@ -202,20 +202,20 @@ def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
     return engine.evaluate_call(tool, call.args, principal, session)
 
 
-def _evaluate_surface(
+def _evaluate_resource(
     engine: PolicyEngine, call: CallSpec, principal: Principal, session: SessionState
 ) -> Decision:
     """A resource or prompt decision (listings read no session)."""
     listing = call.stage == "list"
     state = None if listing else session
     if call.resource is not None:
-        return engine.surface.evaluate_resource(
+        return engine.resources.evaluate_resource(
             call.resource, call.server or "", principal, state, listing=listing
         )
     name = call.prompt or ""
     server = tool_for(name, call.server).server
     args = None if listing else call.args
-    return engine.surface.evaluate_prompt(name, server, args, principal, state, listing=listing)
+    return engine.resources.evaluate_prompt(name, server, args, principal, state, listing=listing)
 
 
 def _check(case: Case, where: str, decision: Decision) -> CaseResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,8 +10,8 @@ from typing import Any
 from policies.groups import ToolReference, merge_groups, tool_references
 from policies.loader import LoadedFile, policy_version
 from policies.model import ApprovalModel, DefaultsModel
+from policies.resource_rules import ResourceKind, resource_defaults
 from policies.rules import CompiledRule, compile_rule
-from policies.surface_rules import SurfaceKind, surface_defaults
 from toolsets.decision import (
     DEFAULT_APPROVAL,
     EFFECT_RANK,
@@ -25,6 +26,7 @@ __all__ = [
     "BUILTIN_HIDE_FLAGGED",
     "CompiledPolicy",
     "compile_policy",
+    "empty_policy",
     "resolve_approval",
 ]
 
@@ -48,7 +50,7 @@ class CompiledPolicy:
         groups: Tool groups (hidden until loaded in the session), by name.
         tool_references: Every exact tool name of ``unlock_after``, ``lock_after``,
             ``require_first`` and ``groups``, located.
-        surface_defaults: The decision for resources and for prompts no rule matches.
+        resource_defaults: The decision for resources and for prompts no rule matches.
     """
 
     rules: tuple[CompiledRule, ...]
@@ -58,8 +60,8 @@ class CompiledPolicy:
     hide_flagged: frozenset[str] = BUILTIN_HIDE_FLAGGED
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tool_references: tuple[ToolReference, ...] = ()
-    surface_defaults: Mapping[SurfaceKind, Decision] = field(
-        default_factory=lambda: surface_defaults((), DEFAULT_APPROVAL)
+    resource_defaults: Mapping[ResourceKind, Decision] = field(
+        default_factory=lambda: resource_defaults((), DEFAULT_APPROVAL)
     )
 
 
@@ -140,5 +142,13 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
         hide_flagged=_hide_flagged(defaults),
         groups=merge_groups(files),
         tool_references=tool_references(files),
-        surface_defaults=surface_defaults(defaults, resolve_approval(global_approval)),
+        resource_defaults=resource_defaults(defaults, resolve_approval(global_approval)),
     )
+
+
+def empty_policy(default_effect: Effect = "allow") -> CompiledPolicy:
+    """A policy without rules or files, for a gateway with no policy configured."""
+    version = hashlib.sha256(f"empty:{default_effect}".encode()).hexdigest()[:16]
+    reason = f"no policy configured; default effect {default_effect!r}"
+    default = Decision(effect=default_effect, rule_id=None, reason=reason)
+    return CompiledPolicy(rules=(), default=default, version=version, files=())

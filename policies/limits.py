@@ -134,10 +134,10 @@ class LimitModel(BaseModel):
 
 
 def _allow_only(limit: LimitModel, info: ValidationInfo) -> LimitModel:
-    surface = next((k for k in ("resources", "prompts") if info.data.get(k)), None)
-    if surface is not None:
+    kind = next((k for k in ("resources", "prompts") if info.data.get(k)), None)
+    if kind is not None:
         raise PydanticCustomError(
-            "limit", f"a limit applies only to tool calls; this rule is about {surface}"
+            "limit", f"a limit applies only to tool calls; this rule is about {kind}"
         )
     effect = info.data.get("effect")
     if effect is not None and effect != "allow":

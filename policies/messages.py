@@ -22,15 +22,17 @@ Rendering is one pass: braces inside values are never read as placeholders.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from policies.activation import principal_value, tool_value
 from policies.session import SessionState
 from toolsets.context import Principal
+from toolsets.decision import Decision
 from toolsets.tooldef import ToolDef
 from toolsets.upstream.sanitize import CUT_MARKER, served_text
 
@@ -41,8 +43,10 @@ __all__ = [
     "Placeholder",
     "TemplateError",
     "message_problem",
+    "message_templates",
     "parse_message",
     "render_value",
+    "rendered",
 ]
 
 MAX_VALUE_CHARS: Final = 200
@@ -238,3 +242,30 @@ def message_problem(text: str) -> str | None:
     except TemplateError as exc:
         return str(exc)
     return None
+
+
+def message_templates(messages: Iterable[str | None]) -> dict[str, MessageTemplate]:
+    """The ``messages`` that need rendering (placeholders or escaped braces), parsed, by text."""
+    parsed = (
+        parse_message(text) for text in set(messages) if text and ("{" in text or "}" in text)
+    )
+    return {template.text: template for template in parsed}
+
+
+def rendered(
+    decision: Decision,
+    templates: Mapping[str, MessageTemplate],
+    *,
+    tool: ToolDef,
+    args: Mapping[str, Any] | None,
+    principal: Principal,
+    session: SessionState | None,
+) -> Decision:
+    """``decision`` with its message rendered for one call when ``templates`` holds it."""
+    template = templates.get(decision.message) if decision.message else None
+    if template is None:
+        return decision
+    message = template.render(
+        tool=tool, args=args, principal=principal, session=session, redact=decision.redact
+    )
+    return dataclasses.replace(decision, message=message)

@@ -14,7 +14,8 @@ from policies.cel_conditions import ALLOWED_VARIABLES, condition_problem
 from policies.limits import RuleLimit
 from policies.matchers import glob_problem, principal_entry_problem
 from policies.messages import message_problem
-from policies.surface_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, UriGlob, check_scope
+from policies.resource_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, check_scope
+from policies.uri_globs import UriGlob
 from toolsets.decision import Effect
 from toolsets.upstream.flags import FLAGS
 

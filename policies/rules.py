@@ -1,12 +1,13 @@
-"""`CompiledRule`: a validated rule turned into precompiled matchers and CEL conditions."""
+"""`CompiledRule`: a rule compiled to matchers and CEL conditions; `match_rules` over a list."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from policies.activation import merge_needs
-from policies.cel_conditions import Condition, Needs, compile_condition
+from policies.cel_conditions import Condition, ConditionError, Needs, compile_condition
 from policies.gates import RuleGates
 from policies.limits import compile_limit
 from policies.matchers import (
@@ -17,11 +18,12 @@ from policies.matchers import (
     is_literal,
 )
 from policies.model import RuleModel
-from policies.surface_rules import SurfaceSelector, surface_selector
+from policies.resource_rules import ResourceSelector, resource_selector
+from toolsets.context import Principal
 from toolsets.decision import EFFECT_RANK, ApprovalOptions, Effect
 from toolsets.rates import RateLimit
 
-__all__ = ["CompiledRule", "compile_rule"]
+__all__ = ["CompiledRule", "compile_rule", "match_rules"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -41,7 +43,7 @@ class CompiledRule:
         gates: Its session gates (``unlock_after``, ``lock_after``, ``require_first``), if any.
         shadow: ``mode: shadow``: evaluated for calls, recorded on the decision, never enforced.
         limit: Its rate limit on the calls it allows, if any.
-        surface: Its ``resources`` or ``prompts`` selector: then it is about those, not tools.
+        selector: Its ``resources`` or ``prompts`` selector: then it is about those, not tools.
     """
 
     order: int
@@ -68,7 +70,7 @@ class CompiledRule:
     gates: RuleGates | None = None
     shadow: bool = False
     limit: RateLimit | None = None
-    surface: SurfaceSelector | None = None
+    selector: ResourceSelector | None = None
 
     @property
     def literal_tools(self) -> tuple[str, ...] | None:
@@ -135,5 +137,31 @@ def compile_rule(
         gates=RuleGates.of(rule),
         shadow=rule.mode == "shadow",
         limit=compile_limit(rule.id, rule.limit),
-        surface=surface_selector(rule.resources, rule.prompts),
+        selector=resource_selector(rule.resources, rule.prompts),
     )
+
+
+def match_rules(
+    rules: Iterable[CompiledRule], principal: Principal, activation: Callable[[], Any]
+) -> tuple[list[CompiledRule], dict[int, str]]:
+    """The ``rules`` that match ``principal`` and whose conditions hold, in order, and the
+    errors of the conditions that could not be evaluated, by rule order (those rules count as
+    matching: the decision fails closed). ``activation`` builds the ``cel.Context``; it is
+    called at the first conditional rule (again while it raises `ConditionError`)."""
+    matched: list[CompiledRule] = []
+    failures: dict[int, str] = {}
+    context: Any = None
+    memo: dict[Condition, bool] = {}
+    for rule in rules:
+        if rule.match_principal is not None and not rule.match_principal(principal):
+            continue
+        if rule.conditional:
+            try:
+                if context is None:
+                    context = activation()
+                if not rule.holds(context, memo):
+                    continue
+            except ConditionError as exc:
+                failures[rule.order] = str(exc)
+        matched.append(rule)
+    return matched, failures

@@ -136,13 +136,13 @@ class PolicySurfaceGuard:
     def resource_visible(self, uri: str, server: str, ctx: CallContext) -> bool:
         """Whether listings (resources, templates, subscriptions, completions) show ``uri``,
         the upstream's original URI or URI template."""
-        surface = self._policy.current.surface
+        surface = self._policy.current.resources
         decision = surface.evaluate_resource(uri, server, ctx.principal, listing=True)
         return decision.effect != "hide"
 
     def prompt_visible(self, name: str, server: str, ctx: CallContext) -> bool:
         """Whether listings (prompts, completions) show the exposed prompt ``name``."""
-        surface = self._policy.current.surface
+        surface = self._policy.current.resources
         decision = surface.evaluate_prompt(name, server, None, ctx.principal, listing=True)
         return decision.effect != "hide"
 
@@ -158,7 +158,7 @@ class PolicySurfaceGuard:
             AuditUnavailable: a refusal could not be put on record.
         """
         session = await self._sessions.ensure(ctx)
-        surface = self._policy.current.surface
+        surface = self._policy.current.resources
         decision = surface.evaluate_resource(uri, server, ctx.principal, session)
         ctx = replace(ctx, decision=decision)
         if decision.effect == "hide":
@@ -188,7 +188,7 @@ class PolicySurfaceGuard:
             AuditUnavailable: the refusal could not be put on record.
         """
         session = await self._sessions.ensure(ctx)
-        surface = self._policy.current.surface
+        surface = self._policy.current.resources
         decision = surface.evaluate_prompt(name, server, arguments, ctx.principal, session)
         ctx = replace(ctx, decision=decision)
         if decision.effect == "hide":

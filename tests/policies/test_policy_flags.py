@@ -15,7 +15,7 @@ from policy_support import FIXTURES, who
 from gateway.cli.policy import register
 from policies import PolicyEngine
 from policies.cases import run_case_file
-from policies.engine import FLAG_REASONS
+from policies.flags import FLAG_REASONS
 from policies.schema import SCHEMA_FILES
 from toolsets.errors import PolicyError
 from toolsets.tooldef import ToolDef

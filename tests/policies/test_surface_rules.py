@@ -13,7 +13,7 @@ from policy_support import FIXTURES, engine, tool, who
 from policies import FAIL_CLOSED_MESSAGE, PolicyEngine
 from policies.cases import run_case_file
 from policies.schema import SCHEMA_FILES
-from policies.surface_rules import compile_uri_globs, normalize_uri
+from policies.uri_globs import compile_uri_globs, normalize_uri
 from toolsets.errors import PolicyError
 
 SURFACE = FIXTURES / "surface"
@@ -45,7 +45,7 @@ STRICT = engine("surface/surface.yaml", "surface/strict.yaml")
 def test_a_read_is_decided_by_the_resource_rules_that_match_its_uri(
     uri: str, server: str, roles: tuple[str, ...], effect: str, rule: str | None
 ) -> None:
-    decision = POLICY.surface.evaluate_resource(uri, server, who("agent:a", *roles))
+    decision = POLICY.resources.evaluate_resource(uri, server, who("agent:a", *roles))
     assert (decision.effect, decision.rule_id) == (effect, rule)
     assert decision.policy_version == POLICY.version
 
@@ -64,28 +64,28 @@ def test_a_prompt_get_is_decided_by_the_prompt_rules_that_match_its_name(
     name: str, args: dict[str, Any], roles: tuple[str, ...], effect: str, rule: str | None
 ) -> None:
     server = name.partition("__")[0]
-    decision = POLICY.surface.evaluate_prompt(name, server, args, who("agent:a", *roles))
+    decision = POLICY.resources.evaluate_prompt(name, server, args, who("agent:a", *roles))
     assert (decision.effect, decision.rule_id) == (effect, rule)
 
 
 def test_a_deny_message_names_the_uri_and_the_prompt_arguments_with_redaction() -> None:
-    read = POLICY.surface.evaluate_resource("file:///etc/hosts", "files", who())
+    read = POLICY.resources.evaluate_resource("file:///etc/hosts", "files", who())
     assert read.message == 'Reading "file:///etc/hosts" is not allowed through this gateway.'
     args = {"command": "rm -r x", "token": "s3cret"}
-    got = POLICY.surface.evaluate_prompt("ops__run", "ops", args, who())
+    got = POLICY.resources.evaluate_prompt("ops__run", "ops", args, who())
     assert got.message == 'Prompt "ops__run" refused for "rm -r x" (token <redacted args.token>).'
     assert got.redact == ("args.token",)
 
 
 def test_a_condition_that_cannot_be_evaluated_fails_closed() -> None:
-    decision = POLICY.surface.evaluate_prompt("ops__broken", "ops", {}, who())
+    decision = POLICY.resources.evaluate_prompt("ops__broken", "ops", {}, who())
     assert (decision.effect, decision.rule_id) == ("deny", "broken-condition")
     assert decision.message == FAIL_CLOSED_MESSAGE
     assert "no such key 'missing'" in decision.reason
 
 
 def test_a_shadow_rule_is_recorded_on_a_read_but_never_enforced() -> None:
-    decision = POLICY.surface.evaluate_resource("file:///tmp/x", "files", who())
+    decision = POLICY.resources.evaluate_resource("file:///tmp/x", "files", who())
     assert decision.effect == "allow"
     assert [(m.rule_id, m.effect) for m in decision.shadow] == [("try-hiding-tmp", "hide")]
 
@@ -103,7 +103,7 @@ def test_a_shadow_rule_is_recorded_on_a_read_but_never_enforced() -> None:
 def test_listings_hide_what_hide_rules_match_and_skip_rules_reading_arguments(
     kind: str, name: str, effect: str, rule: str | None
 ) -> None:
-    surface = POLICY.surface
+    surface = POLICY.resources
     if kind == "resource":
         decision = surface.evaluate_resource(name, "files", who(), listing=True)
     else:
@@ -130,22 +130,22 @@ def test_rules_over_resources_and_prompts_never_decide_tool_calls() -> None:
 def test_layered_defaults_close_resources_and_the_most_restrictive_reading_wins(
     uri: str, effect: str, rule: str | None
 ) -> None:
-    decision = STRICT.surface.evaluate_resource(uri, "files", who())
+    decision = STRICT.resources.evaluate_resource(uri, "files", who())
     assert (decision.effect, decision.rule_id) == (effect, rule)
 
 
 def test_a_default_names_itself_in_the_reason() -> None:
-    denied = STRICT.surface.evaluate_prompt("y__review", "y", {}, who())
+    denied = STRICT.resources.evaluate_prompt("y__review", "y", {}, who())
     assert (denied.effect, denied.rule_id) == ("deny", None)
     assert denied.reason == "no prompt rule matched; defaults.prompts is 'deny'"
-    allowed = STRICT.surface.evaluate_prompt("y__hello", "y", {}, who())
+    allowed = STRICT.resources.evaluate_prompt("y__hello", "y", {}, who())
     assert allowed.rule_id == "hello-prompts"
 
 
 def test_without_a_policy_file_resources_and_prompts_are_allowed() -> None:
     empty = PolicyEngine.empty("deny")
-    assert empty.surface.evaluate_resource("file:///x", "s", who()).effect == "allow"
-    assert empty.surface.evaluate_prompt("s__p", "s", {}, who()).effect == "allow"
+    assert empty.resources.evaluate_resource("file:///x", "s", who()).effect == "allow"
+    assert empty.resources.evaluate_prompt("s__p", "s", {}, who()).effect == "allow"
 
 
 @pytest.mark.parametrize(

@@ -1,70 +1,67 @@
-"""`SurfacePolicy`: decisions on resource reads and prompt gets, and whether listings show them.
+"""`ResourcePolicy`: decisions on resource reads and prompt gets, and whether listings show them.
 
-Only rules naming ``resources`` or ``prompts`` decide here (see `policies.surface_rules`); when
+Only rules naming ``resources`` or ``prompts`` decide here (see `policies.resource_rules`); when
 none matches, ``defaults.resources`` / ``defaults.prompts`` applies (``allow`` unless a file says
-otherwise). Every matching rule counts and the most restrictive effect wins, as for tools;
-``mode: shadow`` rules are recorded, never enforced; a condition that cannot be evaluated fails
-closed to ``deny``. Listings skip rules whose conditions read ``args`` or ``session`` (and
-shadow rules): ``hide`` removes an entry.
+otherwise). The rules that match are concluded as for tools (`policies.verdicts`): the most
+restrictive effect wins, ``mode: shadow`` rules are recorded, never enforced, and a condition
+that cannot be evaluated fails closed to ``deny``. Listings skip rules whose conditions read
+``args`` or ``session`` (and shadow rules): ``hide`` removes an entry.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import cel
 
 from policies.activation import principal_value
-from policies.cel_conditions import Condition, ConditionError
-from policies.messages import MessageTemplate, parse_message
-from policies.rules import CompiledRule
+from policies.cel_conditions import ConditionError
+from policies.messages import MessageTemplate, rendered
+from policies.resource_rules import KIND_EFFECTS, ResourceKind
+from policies.rules import CompiledRule, match_rules
 from policies.session import SessionState
-from policies.surface_rules import SURFACE_EFFECTS, SurfaceKind, normalize_uri
+from policies.uri_globs import normalize_uri
+from policies.verdicts import Verdicts
 from toolsets.context import Principal
 from toolsets.decision import EFFECT_RANK, Decision
 from toolsets.tooldef import ToolDef
 
-__all__ = ["Conclude", "SurfacePolicy"]
-
-Conclude = Callable[[list[CompiledRule], dict[int, str], Decision], Decision]
-"""The engine's step from the rules that matched (and the conditions that failed, by rule
-order) to a decision, given the default for when none matched."""
+__all__ = ["ResourcePolicy"]
 
 _LISTING_BLOCKERS: Final = frozenset({"args", "session"})
 _CACHE_LIMIT: Final = 8192
 
 
-class SurfacePolicy:
+class ResourcePolicy:
     """The rules over resources and prompts of one compiled policy.
 
     Args:
         rules: Every rule of the policy, in load order (tool rules are ignored).
         defaults: The decision per kind when no rule matches.
-        conclude: Builds the decision (the engine's, so tools and the surface decide alike).
+        verdicts: Concludes the rules that matched (the engine's, so all rules decide alike).
+        templates: The messages to render per get or read, by text.
     """
 
     def __init__(
         self,
         rules: Sequence[CompiledRule],
-        defaults: Mapping[SurfaceKind, Decision],
-        conclude: Conclude,
+        defaults: Mapping[ResourceKind, Decision],
+        *,
+        verdicts: Verdicts,
+        templates: Mapping[str, MessageTemplate],
     ) -> None:
         self._rules = {
-            kind: tuple(r for r in rules if r.surface is not None and r.surface.kind == kind)
-            for kind in SURFACE_EFFECTS
+            kind: tuple(r for r in rules if r.selector is not None and r.selector.kind == kind)
+            for kind in KIND_EFFECTS
         }
         self._defaults = defaults
-        self._conclude = conclude
-        messages = {r.message for r in rules if r.surface is not None and r.message}
-        self._templates: dict[str, MessageTemplate] = {
-            text: parse_message(text) for text in messages if "{" in text or "}" in text
-        }
+        self._verdicts = verdicts
+        self._templates = templates
         self._found: dict[tuple[str, str, str], tuple[CompiledRule, ...]] = {}
 
-    def rules(self, kind: SurfaceKind) -> tuple[CompiledRule, ...]:
+    def rules(self, kind: ResourceKind) -> tuple[CompiledRule, ...]:
         """The rules over ``kind``, in load order."""
         return self._rules[kind]
 
@@ -118,7 +115,7 @@ class SurfacePolicy:
 
     def _evaluate(
         self,
-        kind: SurfaceKind,
+        kind: ResourceKind,
         name: str,
         server: str,
         *,
@@ -127,40 +124,22 @@ class SurfacePolicy:
         session: SessionState | None,
         listing: bool,
     ) -> Decision:
-        matched: list[CompiledRule] = []
-        failures: dict[int, str] = {}
-        context: Any = None
-        memo: dict[Condition, bool] = {}
-        for rule in self._candidates(kind, name, server):
-            if listing and (rule.shadow or rule.variables & _LISTING_BLOCKERS):
-                continue
-            if rule.match_principal is not None and not rule.match_principal(principal):
-                continue
-            if rule.conditional:
-                try:
-                    if context is None:
-                        context = _context(
-                            kind, name, server, args=args, principal=principal, session=session
-                        )
-                    if not rule.holds(context, memo):
-                        continue
-                except ConditionError as exc:
-                    failures[rule.order] = str(exc)
-            matched.append(rule)
-        decision = self._conclude(matched, failures, self._defaults[kind])
-        template = self._templates.get(decision.message or "")
-        if listing or template is None:
-            return decision
-        message = template.render(
-            tool=ToolDef(name=name, server=server),
-            args=args,
-            principal=principal,
-            session=session,
-            redact=decision.redact,
+        rules = self._candidates(kind, name, server)
+        if listing:
+            rules = tuple(r for r in rules if not (r.shadow or r.variables & _LISTING_BLOCKERS))
+        activation = functools.partial(
+            _context, kind, name, server, args=args, principal=principal, session=session
         )
-        return dataclasses.replace(decision, message=message)
+        matched, failures = match_rules(rules, principal, activation)
+        decision = self._verdicts.conclude(matched, failures, self._defaults[kind])
+        if listing:
+            return decision
+        tool = ToolDef(name=name, server=server)
+        return rendered(
+            decision, self._templates, tool=tool, args=args, principal=principal, session=session
+        )
 
-    def _candidates(self, kind: SurfaceKind, name: str, server: str) -> tuple[CompiledRule, ...]:
+    def _candidates(self, kind: ResourceKind, name: str, server: str) -> tuple[CompiledRule, ...]:
         """The rules over ``kind`` whose selectors match ``name`` on ``server``."""
         key = (kind, name, server)
         found = self._found.get(key)
@@ -168,8 +147,8 @@ class SurfacePolicy:
             found = tuple(
                 rule
                 for rule in self._rules[kind]
-                if rule.surface is not None
-                and rule.surface.match(name)
+                if rule.selector is not None
+                and rule.selector.match(name)
                 and (rule.match_server is None or rule.match_server(server))
             )
             if len(self._found) >= _CACHE_LIMIT:
@@ -179,7 +158,7 @@ class SurfacePolicy:
 
 
 def _context(
-    kind: SurfaceKind,
+    kind: ResourceKind,
     name: str,
     server: str,
     *,
