@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx2
@@ -33,12 +33,13 @@ def marker() -> str:
 
 @pytest.fixture
 def config(tmp_path: Path, marker: str) -> Path:
-    """A working upstream and one that never answers (its connect_timeout is 20 s)."""
+    """A working upstream and one that never answers (its connect_timeout is 60 s: far above
+    the 30 s a start may take on a loaded machine, so a start that waited for it shows)."""
     mute = {
         "name": "mute",
         "command": sys.executable,
         "args": ["-c", "import sys; sys.stdin.read()", marker],
-        "connect_timeout": 20,
+        "connect_timeout": 60,
     }
     return write_config(tmp_path, [echo_upstream("echo"), mute])
 
@@ -58,11 +59,20 @@ def processes_with(word: str) -> list[int]:
     return found
 
 
-def wait_gone(word: str, timeout: float = 2.0) -> list[int]:
+def wait_gone(word: str, timeout: float = 10.0) -> list[int]:
+    """The processes with ``word`` still there after ``timeout`` seconds (an orphaned upstream
+    lives on for good). Polling /proc is the only way to watch another process go."""
+    until(lambda: not processes_with(word), timeout)
+    return processes_with(word)
+
+
+def until(done: Callable[[], object], timeout: float) -> object:
+    """Poll ``done`` until it is true or ``timeout`` seconds passed; its last value. For what
+    other processes do, which gives no signal but its traces in /proc or on disk."""
     deadline = time.monotonic() + timeout
-    while (left := processes_with(word)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
+    while not (value := done()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return value
 
 
 @pytest.fixture
@@ -115,8 +125,8 @@ def test_serve_says_serving_once_bound_and_answers_before_a_mute_upstream(
     # No polling: "serving" is printed only once the port accepts connections.
     socket.create_connection(("127.0.0.1", port), timeout=1).close()
     assert "result" in initialize(port)
-    # The mute upstream's connect_timeout is 20 s; nothing waited for it.
-    assert took < 10, f"serving took {took:.1f} s"
+    # The mute upstream's connect_timeout is 60 s; nothing waited for it.
+    assert took < 30, f"serving took {took:.1f} s"
 
 
 def test_sigterm_stops_serve_promptly_with_its_upstreams(
@@ -182,7 +192,7 @@ def test_stdio_answers_initialize_before_a_mute_upstream_and_stops_at_end_of_inp
 ) -> None:
     with start_stdio(config) as process:
         took = stdio_initialize(process)
-        assert took < 10, f"initialize took {took:.1f} s"  # not the mute upstream's 20 s
+        assert took < 30, f"initialize took {took:.1f} s"  # not the mute upstream's 60 s
         stopping = time.monotonic()
         _, stderr = process.communicate(timeout=STOPPED_WITHIN + 5)  # closes stdin first
     assert time.monotonic() - stopping < STOPPED_WITHIN
@@ -199,9 +209,7 @@ def test_sigterm_stops_stdio_promptly_with_its_upstreams(
         if when == "after-initialize":
             stdio_initialize(process)
         else:  # as soon as the mute upstream runs: the gateway is starting
-            deadline = time.monotonic() + 10
-            while not processes_with(marker) and time.monotonic() < deadline:
-                time.sleep(0.02)
+            until(lambda: processes_with(marker), 30)
         process.send_signal(signal.SIGTERM)
         stopping = time.monotonic()
         _, stderr = process.communicate(timeout=STOPPED_WITHIN + 5)
@@ -213,21 +221,26 @@ def test_sigterm_stops_stdio_promptly_with_its_upstreams(
 def test_upstreams_that_outlive_their_input_are_stopped_together_not_one_after_another(
     tmp_path: Path, marker: str
 ) -> None:
-    # Each writes a line (it has started) and then ignores the end of its input: each needs the
-    # whole grace period (2 s) and then its process tree terminated. Stopped one after another,
-    # three would take over 6 s.
-    stubborn = "import sys, time; print('{}', flush=True); time.sleep(60)"
+    # Each writes a line (it has started), leaves a file saying so, and then ignores the end of
+    # its input (the sleep is the behaviour): each needs the whole grace period (2 s) and then
+    # its process tree terminated. Stopped one after another, three would take over 6 s.
+    stubborn = (
+        "import pathlib, sys, time; print('{}', flush=True); pathlib.Path(sys.argv[2]).touch(); "
+        "time.sleep(60)"
+    )
+    started = [tmp_path / f"stubborn{n}.started" for n in range(3)]
     servers = [
-        {"name": f"stubborn{n}", "command": sys.executable, "args": ["-c", stubborn, marker]}
-        for n in range(3)
+        {
+            "name": f"stubborn{n}",
+            "command": sys.executable,
+            "args": ["-c", stubborn, marker, str(at)],
+        }
+        for n, at in enumerate(started)
     ]
     config = write_config(tmp_path, servers)
     with start_stdio(config) as process:
         stdio_initialize(process)
-        deadline = time.monotonic() + 10
-        while len(processes_with(marker)) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.5)  # each has written its line by now (they print first thing)
+        assert until(lambda: all(at.exists() for at in started), 30)  # each wrote its line
         stopping = time.monotonic()
         process.communicate(timeout=20)
     took = time.monotonic() - stopping

@@ -11,7 +11,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,9 @@ ERAS = [
     pytest.param("modern", "auto", "2026-07-28", id="modern"),
     pytest.param("dual", "auto", "2026-07-28", id="dual"),
 ]
-LIMIT = 5
-"""Hang guard per test (each runs in well under 2 s; a server start alone is ~0.6 s)."""
+LIMIT = 30
+"""Hang guard per test: each runs in well under 2 s alone (a server start is ~0.6 s), and a
+loaded machine (load average 6 on 2 cores) may take several times that."""
 
 # A raw JSON-RPC server, handshake era only (``server/discover`` is an unknown method). It answers
 # a cancelled ``hang`` call anyway, late: what a sloppy upstream does, and what the pipe must
@@ -78,7 +79,7 @@ async def upstream(
         return StdioServerParameters(command=sys.executable, args=argv)
 
     async with MCPServerToolset("up", target, mode=mode, **kwargs) as toolset:
-        assert await toolset.wait_ready(5), toolset.detail
+        assert await toolset.wait_ready(LIMIT), toolset.detail
         yield toolset
 
 
@@ -113,8 +114,38 @@ def pipe_of(toolset: MCPServerToolset) -> StdioPipe:
 
 
 async def until(condition: Any) -> None:
+    """Poll ``condition`` (a pipe's counter or state, which offers no event to wait on); each
+    test's ``fail_after(LIMIT)`` bounds the wait."""
     while not condition():
         await anyio.sleep(0.01)
+
+
+class _LineSeen(logging.Handler):
+    """Sets ``seen`` once a logged upstream stderr line contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.INFO)
+        self.text = text
+        self.seen = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+@contextlib.contextmanager
+def stderr_line(text: str) -> Iterator[anyio.Event]:
+    """An event set when an upstream writes a stderr line containing ``text`` (`StderrLog`
+    logs each line to ``lockgate.upstream.stderr`` at INFO)."""
+    logger = logging.getLogger("lockgate.upstream.stderr")
+    handler, level = _LineSeen(text), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
@@ -253,15 +284,15 @@ async def test_cancelling_a_direct_call_cancels_it_upstream(
     with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe = pipe_of(toolset)
-            with anyio.CancelScope() as scope:
+            with stderr_line("slow: started") as started, anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(call_tool, toolset, "slow", {"steps": 100}, CallContext())
                     await until(lambda: pipe.direct_requests == 1)
-                    await anyio.sleep(0.1)  # the server is inside the call
+                    await started.wait()  # the server is inside the call
                     scope.cancel()
             assert not pipe._waiters
             assert list(pipe._abandoned) == ["lockgate-1"]
-            seen = await call_tool(toolset, "wait_cancelled", {"timeout": 2}, CallContext())
+            seen = await call_tool(toolset, "wait_cancelled", {"timeout": 10}, CallContext())
             assert seen.structured_content == {"result": True}
             assert pipe.direct_requests == 2
             progress = Progress()
@@ -312,7 +343,7 @@ async def test_a_server_dying_mid_call_ends_the_call_and_the_toolset_reconnects(
                 tg.start_soon(wait_cancelled, toolset, results)
                 await until(lambda: pipe.direct_requests == 1)
                 os.kill(pid, signal.SIGKILL)
-                with anyio.fail_after(1):
+                with anyio.fail_after(5):  # at once, not after the call's own 10 s
                     await until(lambda: bool(results))
             [lost] = results
             assert lost.is_error

@@ -102,11 +102,13 @@ def build(
 
     @server.tool(annotations=types.ToolAnnotations(destructiveHint=True))
     async def slow(steps: int, ctx: Context) -> str:
-        """Report progress for ``steps`` steps, waiting on each; notices cancellation."""
+        """Report progress for ``steps`` steps, waiting on each; notices cancellation. Says on
+        stderr that it started: a client that asks for no progress sees the call begin there."""
+        print("slow: started", file=sys.stderr, flush=True)
         try:
             for step in range(1, steps + 1):
                 await ctx.report_progress(step, steps, f"step {step}")
-                await anyio.sleep(0.05)
+                await anyio.sleep(0.05)  # the behaviour: a slow tool, 50 ms a step
         except anyio.get_cancelled_exc_class():
             cancelled.set()
             raise
@@ -176,7 +178,7 @@ def build(
 
     async def list_tools() -> list[types.Tool]:
         state["lists"] += 1
-        await anyio.sleep(state["list_delay"])
+        await anyio.sleep(state["list_delay"])  # the behaviour: a slow tools/list
         tools = await listed()
         weather = {"execution": types.ToolExecution(task_support="optional")}
         weather.update(RUG_PULLS.get(state["rug"] or "", {}))
