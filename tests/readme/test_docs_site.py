@@ -1,0 +1,81 @@
+"""The docs site builds with ``mkdocs build --strict``, and its configuration reference, generated
+from ``configs/gateway.schema.json`` by the hook in ``docs/_gen/``, covers every key of the schema.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+GENERATOR = ROOT / "docs" / "_gen" / "config_reference.py"
+SCHEMA: dict[str, Any] = json.loads((ROOT / "configs" / "gateway.schema.json").read_text())
+HAS_MKDOCS = all(importlib.util.find_spec(name) for name in ("mkdocs", "material"))
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("config_reference", GENERATOR)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built once with ``mkdocs build --strict`` from the repository root."""
+    if not HAS_MKDOCS:
+        pytest.skip("mkdocs-material is not installed: .venv/bin/pip install -e '.[docs]'")
+    out = tmp_path_factory.mktemp("site")
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "WARNING" not in built.stderr, built.stderr
+    return out
+
+
+def _text(page: Path) -> str:
+    return unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+
+
+def test_the_docs_site_builds_in_strict_mode_with_every_page_of_the_nav(site: Path) -> None:
+    for page in ("getting-started", "servers", "clients", "service", "reference/configuration"):
+        assert (site / page / "index.html").is_file(), page
+
+
+def test_the_built_configuration_reference_names_every_top_level_key(site: Path) -> None:
+    text = _text(site / "reference" / "configuration" / "index.html")
+    missing = [key for key in SCHEMA["properties"] if key not in text]
+    assert not missing, f"the built reference lacks {missing}"
+
+
+def test_the_generated_reference_has_a_section_for_every_top_level_key() -> None:
+    page = _generator().render(SCHEMA)
+    headings = re.findall(r"^## `([a-z_]+)`$", page, flags=re.M)
+    assert sorted(headings) == sorted(SCHEMA["properties"])
+
+
+def test_the_generated_reference_has_a_row_for_every_key_of_every_section() -> None:
+    page = _generator().render(SCHEMA)
+    rows = set(re.findall(r"^\| `([A-Za-z_]+)` \|", page, flags=re.M))
+    for name, definition in SCHEMA["$defs"].items():
+        missing = set(definition.get("properties", {})) - rows
+        assert not missing, f"{name}: no row for {sorted(missing)}"
