@@ -11,13 +11,9 @@ from typing import Any
 
 import httpx2
 
-from toolsets.errors import LockgateError
+from gateway.cli.errors import ApiError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
-
-
-class ApiError(LockgateError):
-    """The gateway refused or could not be reached."""
 
 
 def connection_options(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 
 from gateway.cli._rest import (
-    ApiError,
     ago,
     api_request,
     approver_headers,
@@ -20,6 +19,7 @@ from gateway.cli._rest import (
     iso,
     print_listing,
 )
+from gateway.cli.errors import ApiError
 from gateway.cli.events import format_event, stream_events
 from gateway.events.model import Event
 

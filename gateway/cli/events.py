@@ -19,6 +19,7 @@ import httpx2
 
 from gateway.audit.log import AuditEntry, read_tail
 from gateway.audit.verify import VerifyReport, verify
+from gateway.cli.errors import UsageError
 from gateway.config.model import load_config
 from gateway.events.model import Event
 from toolsets.errors import LockgateError
@@ -34,10 +35,6 @@ NOT_HERE: Final = (
 )
 
 Command = Callable[[argparse.Namespace], int]
-
-
-class _UserError(Exception):
-    """A problem the user can fix; printed as one line, exit code 2."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -78,7 +75,7 @@ def _guarded(command: Command) -> Command:
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
-        except (_UserError, FileNotFoundError, sqlite3.DatabaseError, LockgateError) as exc:
+        except (UsageError, FileNotFoundError, sqlite3.DatabaseError, LockgateError) as exc:
             print(f"lockgate: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
@@ -163,7 +160,7 @@ def _events_tail(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("LOCKGATE_TOKEN")
     url = args.url.rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise _UserError(f"--url must be an http(s) URL, got {args.url!r}")
+        raise UsageError(f"--url must be an http(s) URL, got {args.url!r}")
     if not url.endswith(EVENTS_PATH):
         url += EVENTS_PATH
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -191,9 +188,9 @@ async def stream_events(
             client.stream("GET", url, params=params, headers=headers) as response,
         ):
             if response.status_code in (401, 403):
-                raise _UserError(f"{url} refused the token (HTTP {response.status_code})")
+                raise UsageError(f"{url} refused the token (HTTP {response.status_code})")
             if response.status_code != 200:
-                raise _UserError(f"{url} answered HTTP {response.status_code}")
+                raise UsageError(f"{url} answered HTTP {response.status_code}")
             async for message in httpx2.EventSource(response):
                 if not message.data:
                     continue

@@ -23,7 +23,7 @@ from gateway.cli import pins as cli_pins
 from gateway.cli import policy as policy_cli
 from gateway.cli import replay as cli_replay
 from gateway.cli import scripts as cli_scripts
-from gateway.errors import exit_code_for
+from gateway.cli.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from toolsets._sdk_compat import check_sdk

@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 
 from pydantic import ValidationError
 
+from gateway.cli.errors import UsageError
 from policies.cases import CallSpec, SessionSpec, evaluate, run_case_file, session_state
 from policies.engine import PolicyEngine
 from policies.explain import decision_json, decision_text
@@ -25,10 +26,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-class _UsageError(Exception):
-    """A command-line value is unusable; reported as one line."""
-
-
 def _report(exc: ConfigError) -> int:
     for issue in exc.issues:
         print(issue, file=sys.stderr)
@@ -41,9 +38,9 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _UsageError(f"{option} is not valid JSON: {exc}") from None
+        raise UsageError(f"{option} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise _UsageError(f"{option} must be a JSON object, got {type(value).__name__}")
+        raise UsageError(f"{option} must be a JSON object, got {type(value).__name__}")
     return value
 
 
@@ -56,7 +53,7 @@ def _known_tools(args: argparse.Namespace) -> list[str] | None:
         try:
             text = Path(args.tools_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise _UsageError(f"cannot read --tools-file {args.tools_file!r}: {exc}") from None
+            raise UsageError(f"cannot read --tools-file {args.tools_file!r}: {exc}") from None
         names.extend(line.partition("#")[0].strip() for line in text.splitlines())
     return [name for name in names if name]
 
@@ -65,7 +62,7 @@ def _check(args: argparse.Namespace) -> int:
     try:
         known = _known_tools(args)
         engine = PolicyEngine.load(args.files)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"lockgate policy check: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
@@ -96,12 +93,12 @@ def _session_spec(text: str | None) -> dict[str, SessionSpec]:
             f"{'.'.join(map(str, error['loc'])) or '(top)'}: {error['msg']}"
             for error in exc.errors()
         )
-        raise _UsageError(f"--session is not a session: {problems}") from None
+        raise UsageError(f"--session is not a session: {problems}") from None
 
 
 def _call_spec(args: argparse.Namespace) -> CallSpec:
     if args.resource is not None and args.server is None:
-        raise _UsageError("--resource needs --server (a URI names no server)")
+        raise UsageError("--resource needs --server (a URI names no server)")
     session: dict[str, Any] = dict(_session_spec(args.session))
     return CallSpec(
         tool=args.tool,
@@ -123,7 +120,7 @@ def _explain(args: argparse.Namespace) -> int:
     try:
         call = _call_spec(args)
         engine = PolicyEngine.load(args.files)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"lockgate policy explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
