@@ -97,6 +97,8 @@ class ToolPolicy:
             session=session,
             gated=found.gated,
         )
+        if decision.message not in self._templates:
+            return decision
         return rendered(
             decision, self._templates, tool=tool, args=args, principal=principal, session=session
         )
@@ -113,8 +115,9 @@ class ToolPolicy:
         gated: bool,
     ) -> Decision:
         """``args`` is None for a listing; ``gated``: some of ``rules`` have session gates."""
-        activation = functools.partial(build_context, needs, tool, args, principal, session)
-        matched, failures = match_rules(rules, principal, activation)
+        matched, failures = match_rules(
+            rules, principal, lambda: build_context(needs, tool, args, principal, session)
+        )
         lock: Lock | None = None
         if gated:
             lock = functools.partial(

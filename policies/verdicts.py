@@ -55,7 +55,7 @@ class Verdicts:
             lock: Applies the session gates (the decision is then not cached, as a locked
                 rule's reason names the gate that locks it in this session).
         """
-        shadow: list[CompiledRule] = []
+        shadow: Sequence[CompiledRule] = ()
         enforced = failures
         if self._shadowing:
             matched, shadow, enforced = _split_shadow(matched, failures)
