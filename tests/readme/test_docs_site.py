@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from html import unescape
@@ -79,3 +80,34 @@ def test_the_generated_reference_has_a_row_for_every_key_of_every_section() -> N
     for name, definition in SCHEMA["$defs"].items():
         missing = set(definition.get("properties", {})) - rows
         assert not missing, f"{name}: no row for {sorted(missing)}"
+
+
+def _documented_commands() -> list[tuple[str, str]]:
+    """Every ``lockgate`` command line of the docs' shell and unit-file blocks, with its page."""
+    found: list[tuple[str, str]] = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for block in re.findall(r"```(?:sh|ini)\n(.*?)```", text, flags=re.S):
+            for line in block.splitlines():
+                command = line.split("  #", 1)[0].strip().removesuffix(" &")
+                matched = re.match(r"^(?:Exec\w*=)?(\S*\.venv/bin/lockgate(\s.*)?)$", command)
+                if matched:
+                    found.append((str(page.relative_to(ROOT)), matched.group(1)))
+    return found
+
+
+def test_every_lockgate_command_in_the_docs_is_one_the_cli_accepts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gateway.cli.main import build_parser
+
+    parser = build_parser()
+    commands = _documented_commands()
+    assert len(commands) > 30
+    refused: list[str] = []
+    for page, command in commands:
+        try:
+            parser.parse_args(shlex.split(command)[1:])
+        except SystemExit:
+            refused.append(f"{page}: {command}: {capsys.readouterr().err.strip()}")
+    assert not refused, "\n".join(refused)
