@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).parents[2]
 GENERATOR = ROOT / "docs" / "_gen" / "config_reference.py"
@@ -111,3 +112,40 @@ def test_every_lockgate_command_in_the_docs_is_one_the_cli_accepts(
         except SystemExit:
             refused.append(f"{page}: {command}: {capsys.readouterr().err.strip()}")
     assert not refused, "\n".join(refused)
+
+
+def _yaml_snippets() -> list[tuple[str, Any]]:
+    """Every YAML block of the docs (an included file aside), parsed, with its page; a bare list
+    of rules stands for a policy's ``rules``."""
+    found: list[tuple[str, Any]] = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for block in re.findall(r"```yaml\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+            if block.startswith("--8<--"):
+                continue
+            data = yaml.safe_load(block)
+            data = {"rules": data} if isinstance(data, list) else data
+            found.append((str(page.relative_to(ROOT)), data))
+    return found
+
+
+def test_every_config_and_policy_snippet_in_the_docs_is_valid(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from gateway import GatewayConfig
+    from policies import PolicyHolder
+    from toolsets.errors import LockgateError
+
+    snippets = _yaml_snippets()
+    assert len(snippets) > 10
+    wrong: list[str] = []
+    for index, (page, data) in enumerate(snippets):
+        try:
+            if {"rules", "defaults", "groups"} & set(data):
+                file = tmp_path / f"policy{index}.yaml"
+                file.write_text(yaml.safe_dump({"version": 1, **data}))
+                PolicyHolder.load([file])
+            else:
+                GatewayConfig.model_validate(data)
+        except (LockgateError, ValidationError) as exc:
+            wrong.append(f"{page}: {exc}")
+    assert not wrong, "\n".join(wrong)
