@@ -149,3 +149,14 @@ def test_every_config_and_policy_snippet_in_the_docs_is_valid(tmp_path: Path) ->
         except (LockgateError, ValidationError) as exc:
             wrong.append(f"{page}: {exc}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_json_block_in_the_docs_parses() -> None:
+    blocks = [
+        (page, block)
+        for page in sorted((ROOT / "docs").rglob("*.md"))
+        for block in re.findall(r"```json\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    ]
+    assert len(blocks) >= 4
+    for page, block in blocks:
+        assert isinstance(json.loads(block), dict), page
