@@ -8,6 +8,7 @@ from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, Prog
 from toolsets.decision import ApprovalOptions, Decision, Effect
 from toolsets.errors import (
     ApprovalConflict,
+    ArgumentsInvalid,
     ConfigError,
     ConfigIssue,
     LockgateError,
@@ -26,7 +27,7 @@ from toolsets.rate_limited import LimitObserver, RateLimitedToolset
 from toolsets.rates import Rate, RateCounter, RateLimit, RateVerdict
 from toolsets.result import ToolResult
 from toolsets.tooldef import TOOL_NAME_RE, ToolDef
-from toolsets.validated import ArgumentsInvalid, SchemaValidators, ValidatingToolset
+from toolsets.validated import SchemaValidators, ValidatingToolset
 from toolsets.wrapper import WrapperToolset
 
 __all__ = [

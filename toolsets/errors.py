@@ -11,10 +11,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalConflict",
+    "ArgumentsInvalid",
     "AuditUnavailable",
     "CallRefused",
     "ConfigError",
     "ConfigIssue",
+    "ImportPathError",
     "LockgateError",
     "PolicyError",
     "PromptDenied",
@@ -84,6 +86,24 @@ class ToolQuarantined(LockgateError):
             f"Tool {name!r} is not available: its definition changed upstream "
             f"({', '.join(fields)}) and waits for review by an approver."
         )
+
+
+class ArgumentsInvalid(LockgateError):
+    """Arguments do not match the tool's input schema; the message names each offending path."""
+
+
+class ImportPathError(LockgateError, LookupError):
+    """A ``package.module:function`` path names nothing usable as a tool.
+
+    Attributes:
+        path: The import path as written.
+        reason: What went wrong.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot import {path!r}: {reason}")
 
 
 class ToolCollisionError(LockgateError):

@@ -15,9 +15,10 @@ from typing import Any, Protocol
 
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
+from toolsets.errors import ArgumentsInvalid
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.validated import ArgumentsInvalid, SchemaValidators
+from toolsets.validated import SchemaValidators
 from toolsets.wrapper import WrapperToolset
 
 __all__ = ["BeforeCall", "CallHooks", "HookedToolset"]

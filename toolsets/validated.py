@@ -10,18 +10,15 @@ import jsonschema_rs
 
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
+from toolsets.errors import ArgumentsInvalid
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
 
-__all__ = ["ArgumentsInvalid", "SchemaValidators", "ValidatingToolset"]
+__all__ = ["SchemaValidators", "ValidatingToolset"]
 
 log = logging.getLogger("lockgate.validation")
 MAX_REPORTED = 5
-
-
-class ArgumentsInvalid(Exception):
-    """Arguments do not match the tool's input schema; the message names each offending path."""
 
 
 class SchemaValidators:

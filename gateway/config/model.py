@@ -18,8 +18,8 @@ from gateway.events.webhooks import WebhookConfig
 from gateway.postgres.settings import dsn_problem
 from gateway.scripts.source import check_sources
 from policies.yamlfile import Located, parse_model, read_located
-from toolsets.errors import ConfigError, ConfigIssue
-from toolsets.functions.toolset import ImportPathError, import_function
+from toolsets.errors import ConfigError, ConfigIssue, ImportPathError
+from toolsets.functions.toolset import import_function
 from toolsets.upstream.sanitize import DEFAULT_MAX_DESCRIPTION
 
 __all__ = [

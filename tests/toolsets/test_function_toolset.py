@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from support import call as call_tool
 
 from toolsets.context import CallContext, Principal
-from toolsets.errors import LockgateError, ToolNotFoundError
+from toolsets.errors import ImportPathError, LockgateError, ToolNotFoundError
 from toolsets.functions.tool_context import ToolContext
-from toolsets.functions.toolset import FunctionTool, FunctionToolset, ImportPathError
+from toolsets.functions.toolset import FunctionTool, FunctionToolset
 from toolsets.result import ToolResult
 
 # Marked here, not only by tests/conftest.py: a marker added after collection leaves

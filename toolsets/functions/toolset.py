@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
-from toolsets.errors import LockgateError, ToolNotFoundError
+from toolsets.errors import ImportPathError, ToolNotFoundError
 from toolsets.functions.schema import FunctionSchema, function_schema
 from toolsets.functions.tool_context import ToolContext
 from toolsets.result import ToolResult
@@ -26,7 +26,6 @@ from toolsets.tooldef import TOOL_NAME_RE, ToolDef
 __all__ = [
     "FunctionTool",
     "FunctionToolset",
-    "ImportPathError",
     "SessionStateProvider",
     "import_function",
 ]
@@ -34,20 +33,6 @@ __all__ = [
 logger = logging.getLogger("lockgate.tools")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ImportPathError(LockgateError, LookupError):
-    """A ``package.module:function`` path names nothing usable as a tool.
-
-    Attributes:
-        path: The import path as written.
-        reason: What went wrong.
-    """
-
-    def __init__(self, path: str, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(f"cannot import {path!r}: {reason}")
 
 
 class SessionStateProvider(Protocol):
