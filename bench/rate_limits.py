@@ -34,8 +34,8 @@ from gateway.approvals.refusals import Refusals
 from gateway.events import BusObserver, EventBus
 from gateway.events.recorder import Recorder
 from gateway.memory.rate_counter import MemoryRateCounter
+from gateway.memory.sessions import MemorySessionStore
 from gateway.sessions.book import SessionBook
-from gateway.sessions.store import MemorySessionStore
 from policies import PolicyDecider, PolicyHolder
 from toolsets import CallContext, ExternalToolset, Principal, ToolDef, ToolResult
 from toolsets.policy import PolicyToolset

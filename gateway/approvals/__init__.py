@@ -1,6 +1,7 @@
-"""Pending calls (approvals and deferred execution): the record, its durable stores and the
-sealed request state that lets a 2026-07-28 client answer one; grants (standing approvals) and
-their stores."""
+"""Pending calls (approvals and deferred execution): the record, the contract of its durable
+stores and the sealed request state that lets a 2026-07-28 client answer one; grants (standing
+approvals) and the contract of their stores. The backends are in `gateway.memory`,
+`gateway.sqlite` and `gateway.postgres`."""
 
 from gateway.approvals._transitions import INTERRUPTED
 from gateway.approvals.errors import (
@@ -12,7 +13,7 @@ from gateway.approvals.errors import (
     PendingStoreError,
     SealedStateError,
 )
-from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
+from gateway.approvals.grant_store import GrantStore
 from gateway.approvals.grants import Grant, GrantRequest, Match
 from gateway.approvals.pending import (
     TERMINAL_STATES,
@@ -26,9 +27,6 @@ from gateway.approvals.pending import (
 )
 from gateway.approvals.sealing import NonceLedger, RequestStatePayload, RequestStateSealer
 from gateway.approvals.store import REUSABLE_STATES, PendingListener, PendingStore, RecoveryReport
-from gateway.memory.pending import MemoryPendingStore
-from gateway.sqlite.grants import SQLiteGrantStore
-from gateway.sqlite.pending import SQLitePendingStore
 
 __all__ = [
     "INTERRUPTED",
@@ -45,8 +43,6 @@ __all__ = [
     "HumanDecision",
     "Kind",
     "Match",
-    "MemoryGrantStore",
-    "MemoryPendingStore",
     "NonceLedger",
     "PendingCall",
     "PendingConflict",
@@ -57,8 +53,6 @@ __all__ = [
     "RecoveryReport",
     "RequestStatePayload",
     "RequestStateSealer",
-    "SQLiteGrantStore",
-    "SQLitePendingStore",
     "SealedStateError",
     "State",
     "Vote",

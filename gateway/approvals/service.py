@@ -19,7 +19,7 @@ from gateway.approvals.errors import (
     PendingNotFound,
     TooManyPending,
 )
-from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
+from gateway.approvals.grant_store import GrantStore
 from gateway.approvals.granting import Grants
 from gateway.approvals.grants import Grant, GrantRequest
 from gateway.approvals.pending import PendingCall
@@ -32,10 +32,10 @@ from policies import Decision, PolicyHolder
 from policies.session import SessionState
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext, Principal
-from toolsets.errors import ApprovalConflict, ArgumentsInvalid, AuditUnavailable
+from toolsets.errors import ApprovalConflict, AuditUnavailable
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.validated import SchemaValidators
+from toolsets.validated import ArgumentsInvalid, SchemaValidators
 
 __all__ = ["ApprovalService", "Recorder"]
 
@@ -73,11 +73,10 @@ class ApprovalService:
         validators: SchemaValidators,
         sessions: SessionLoader | None = None,
         max_pending: int = 20,
-        grant_store: GrantStore | None = None,
+        grant_store: GrantStore,
     ) -> None:
         self.store = store
-        grants = MemoryGrantStore() if grant_store is None else grant_store
-        self.grants = Grants(grants, store, record, clock=store.now)
+        self.grants = Grants(grant_store, store, record, clock=store.now)
         self._sessions = sessions
         self.policy = policy
         self._catalogue = catalogue

@@ -1,7 +1,8 @@
-"""Durable tool pins and the quarantine of changed upstream definitions."""
+"""Durable tool pins and the quarantine of changed upstream definitions (the backends of
+`PinStore` are in `gateway.memory`, `gateway.sqlite` and `gateway.postgres`)."""
 
 from gateway.pins.guard import ToolPins
 from gateway.pins.record import PinRecord
-from gateway.pins.store import MemoryPinStore, PinStore, SQLitePinStore
+from gateway.pins.store import PinStore
 
-__all__ = ["MemoryPinStore", "PinRecord", "PinStore", "SQLitePinStore", "ToolPins"]
+__all__ = ["PinRecord", "PinStore", "ToolPins"]

@@ -1,22 +1,17 @@
-"""Where tool pins are kept: beside the pending calls, in the same backend.
+"""`PinStore`: where tool pins are kept, beside the pending calls, in the same backend.
 
-`MemoryPinStore` goes with the memory pending store (pins last as long as the process);
-`SQLitePinStore` uses the pending store's SQLite file (table ``tool_pins``), so a definition
-changed while the gateway was down is caught at start-up.
+Backends: `gateway.memory.pins.MemoryPinStore` (pins last as long as the process),
+`gateway.sqlite.pins.SQLitePinStore` (the pending store's SQLite file) and
+`gateway.postgres.pins.PostgresPinStore`.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
 from abc import ABC, abstractmethod
 
 from gateway.pins.record import PinRecord
-from gateway.sqlite.schema import SQLiteFile
-from toolsets.canonical import canonical_json
 
-__all__ = ["MemoryPinStore", "PinStore", "SQLitePinStore"]
+__all__ = ["PinStore"]
 
 
 class PinStore(ABC):
@@ -33,47 +28,3 @@ class PinStore(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release the backend."""
-
-
-class MemoryPinStore(PinStore):
-    """Pins in memory (lost with the process)."""
-
-    def __init__(self) -> None:
-        self._records: dict[tuple[str, str], PinRecord] = {}
-
-    async def load(self) -> list[PinRecord]:
-        return list(self._records.values())
-
-    async def save(self, record: PinRecord) -> None:
-        self._records[record.key] = record
-
-    async def close(self) -> None:
-        return None
-
-
-class SQLitePinStore(PinStore):
-    """Pins in the gateway's SQLite file, one row per upstream tool (its record as JSON)."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._file = SQLiteFile(path)
-
-    async def load(self) -> list[PinRecord]:
-        def load(conn: sqlite3.Connection) -> list[PinRecord]:
-            rows = conn.execute("SELECT record FROM tool_pins ORDER BY server, tool")
-            return [PinRecord.from_row(json.loads(record)) for (record,) in rows]
-
-        return await self._file.run(load)
-
-    async def save(self, record: PinRecord) -> None:
-        text = canonical_json(record.to_row()).decode()
-
-        def save(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR REPLACE INTO tool_pins (server, tool, record) VALUES (?, ?, ?)",
-                (record.server, record.tool, text),
-            )
-
-        await self._file.run(save)
-
-    async def close(self) -> None:
-        await self._file.close()

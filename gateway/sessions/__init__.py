@@ -1,6 +1,7 @@
-"""Per-session state: what each downstream session did, as policies read it."""
+"""Per-session state: what each downstream session did, as policies read it (the backends of
+`SessionStore` are in `gateway.memory`, `gateway.sqlite` and `gateway.postgres`)."""
 
 from gateway.sessions.book import SessionBook, session_key
-from gateway.sessions.store import MemorySessionStore, SessionStore, SQLiteSessionStore
+from gateway.sessions.store import SessionStore
 
-__all__ = ["MemorySessionStore", "SQLiteSessionStore", "SessionBook", "SessionStore", "session_key"]
+__all__ = ["SessionBook", "SessionStore", "session_key"]

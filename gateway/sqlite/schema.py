@@ -1,10 +1,9 @@
 """The gateway's SQLite file: its schema, versioned migrations, and how it is opened.
 
-Pending calls (`SQLitePendingStore`), tool pins (`gateway.pins.SQLitePinStore`), session
-state (`gateway.sessions.SQLiteSessionStore`) and grants (`SQLiteGrantStore`) live in the same
-file. Its version is ``PRAGMA
-user_version``; each migration moves it up by one, in one transaction, and a file newer than
-this code is refused.
+Pending calls (`SQLitePendingStore`), tool pins (`SQLitePinStore`), session state
+(`SQLiteSessionStore`) and grants (`SQLiteGrantStore`) live in the same file. Its version is
+``PRAGMA user_version``; each migration moves it up by one, in one transaction, and a file newer
+than this code is refused.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
+from gateway.approvals.grant_store import GrantStore
 from gateway.approvals.holding import HeldCalls, Holding
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.refusals import Refusals
@@ -22,17 +22,21 @@ from gateway.config.model import GatewayConfig, ServerConfig, function_specs
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder
+from gateway.memory.grants import MemoryGrantStore
 from gateway.memory.pending import MemoryPendingStore
+from gateway.memory.pins import MemoryPinStore
 from gateway.memory.rate_counter import MemoryRateCounter
+from gateway.memory.sessions import MemorySessionStore
 from gateway.metrics import Metrics
-from gateway.pins import MemoryPinStore, PinStore, SQLitePinStore, ToolPins
+from gateway.pins import PinStore, ToolPins
 from gateway.resources.policy_guard import PolicySurfaceGuard
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.sessions.group_loaders import GroupLoaders
-from gateway.sessions.store import MemorySessionStore, SQLiteSessionStore
 from gateway.sqlite.grants import SQLiteGrantStore
 from gateway.sqlite.pending import SQLitePendingStore
+from gateway.sqlite.pins import SQLitePinStore
+from gateway.sqlite.sessions import SQLiteSessionStore
 from gateway.wiring.events import EventParts, event_parts, folder_for
 from gateway.wiring.external import EXTERNAL_SERVER, external_toolset
 from gateway.wiring.scripts import has_scripts, script_hooks, script_host, script_toolset

@@ -11,9 +11,11 @@ import pytest
 from pending_support import StoreFactory
 from pg_support import fresh_schema, pg_settings
 
-from gateway.approvals import MemoryPendingStore, PendingStore, SQLitePendingStore
+from gateway.approvals import PendingStore
+from gateway.memory.pending import MemoryPendingStore
 from gateway.postgres.database import Database
 from gateway.postgres.pending import PostgresPendingStore
+from gateway.sqlite.pending import SQLitePendingStore
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -16,7 +16,8 @@ from typing import Any
 
 import anyio
 
-from gateway.approvals import PendingCall, PendingStore, SQLitePendingStore
+from gateway.approvals import PendingCall, PendingStore
+from gateway.sqlite.pending import SQLitePendingStore
 
 StoreFactory = Callable[..., PendingStore]
 """Builds a store of the backend under test (the ``make_store`` fixture)."""

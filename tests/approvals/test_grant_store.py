@@ -13,8 +13,9 @@ import pytest
 from pg_support import fresh_schema, pg_settings
 
 from gateway.approvals.errors import GrantConflict, GrantNotFound
-from gateway.approvals.grant_store import GrantStore, MemoryGrantStore
+from gateway.approvals.grant_store import GrantStore
 from gateway.approvals.grants import Grant, Match
+from gateway.memory.grants import MemoryGrantStore
 from gateway.postgres.database import Database
 from gateway.postgres.grants import PostgresGrantStore
 from gateway.sqlite.grants import SQLiteGrantStore

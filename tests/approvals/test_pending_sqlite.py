@@ -13,7 +13,8 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from pending_support import helper_command, helper_env, new_call
 
-from gateway.approvals import INTERRUPTED, PendingCall, PendingStoreError, SQLitePendingStore
+from gateway.approvals import INTERRUPTED, PendingCall, PendingStoreError
+from gateway.sqlite.pending import SQLitePendingStore
 from toolsets.errors import ApprovalConflict
 
 pytestmark = pytest.mark.anyio

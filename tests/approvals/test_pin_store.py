@@ -9,11 +9,13 @@ import pytest
 from pg_support import fresh_schema, pg_settings
 
 from gateway.approvals.errors import PendingStoreError
-from gateway.pins import MemoryPinStore, PinRecord, PinStore, SQLitePinStore
+from gateway.memory.pins import MemoryPinStore
+from gateway.pins import PinRecord, PinStore
 from gateway.pins.record import definition_diff
 from gateway.postgres.database import Database
 from gateway.postgres.pins import PostgresPinStore
 from gateway.sqlite.pending import SQLitePendingStore
+from gateway.sqlite.pins import SQLitePinStore
 from gateway.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 RECORD = PinRecord(

@@ -21,9 +21,9 @@ from gateway.events.calls import BusObserver
 from gateway.events.model import Event
 from gateway.events.recorder import Recorder
 from gateway.memory.rate_counter import MemoryRateCounter
+from gateway.memory.sessions import MemorySessionStore
 from gateway.metrics import Metrics
 from gateway.sessions.book import SessionBook
-from gateway.sessions.store import MemorySessionStore
 from policies import PolicyDecider, PolicyHolder
 from policies.session import SessionState
 from toolsets.abstract import Toolset
