@@ -32,10 +32,10 @@ from policies import Decision, PolicyHolder
 from policies.session import SessionState
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext, Principal
-from toolsets.errors import ApprovalConflict, AuditUnavailable
+from toolsets.errors import ApprovalConflict, ArgumentsInvalid, AuditUnavailable
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.validated import ArgumentsInvalid, SchemaValidators
+from toolsets.validated import SchemaValidators
 
 __all__ = ["ApprovalService", "Recorder"]
 
