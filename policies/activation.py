@@ -7,7 +7,8 @@ from typing import Any
 
 import cel
 
-from policies.cel_conditions import ConditionError, Needs
+from policies.cel_conditions import Needs
+from policies.errors import ConditionError
 from policies.session import SessionState
 from toolsets.context import Principal
 from toolsets.tooldef import ToolDef

@@ -10,10 +10,11 @@ from typing import Any, Final
 
 import cel
 
+from policies.errors import ConditionError
+
 __all__ = [
     "ALLOWED_VARIABLES",
     "Condition",
-    "ConditionError",
     "Needs",
     "compile_condition",
     "condition_problem",
@@ -35,10 +36,6 @@ _BINDERS: Final = re.compile(
 
 Needs = Mapping[str, frozenset[str] | None]
 """Per variable, the first-level fields a condition reads, or None when it reads the whole value."""
-
-
-class ConditionError(Exception):
-    """A condition failed to evaluate (missing key, type error, non-boolean result, ...)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policies.activation import principal_value, tool_value
+from policies.errors import TemplateError
 from policies.session import SessionState
 from toolsets.context import Principal
 from toolsets.decision import Decision
@@ -41,7 +42,6 @@ __all__ = [
     "ROOTS",
     "MessageTemplate",
     "Placeholder",
-    "TemplateError",
     "message_problem",
     "message_templates",
     "parse_message",
@@ -61,10 +61,6 @@ _TOKENS: Final = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[^\s.{}]+)*")
 _CUT_PREFIX: Final = " " + CUT_MARKER.split("{", 1)[0]
 _MISSING: Final = object()
-
-
-class TemplateError(ValueError):
-    """A message's placeholder syntax is invalid."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any, Final
 import cel
 
 from policies.activation import principal_value
-from policies.cel_conditions import ConditionError
+from policies.errors import ConditionError
 from policies.messages import MessageTemplate, rendered
 from policies.resource_rules import KIND_EFFECTS, ResourceKind
 from policies.rules import CompiledRule, match_rules

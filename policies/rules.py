@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.activation import merge_needs
-from policies.cel_conditions import Condition, ConditionError, Needs, compile_condition
+from policies.cel_conditions import Condition, Needs, compile_condition
+from policies.errors import ConditionError
 from policies.gates import RuleGates
 from policies.limits import compile_limit
 from policies.matchers import (
