@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,22 @@ _BINDERS: Final = re.compile(
     r"\.\s*(?:all|exists|exists_one|existsOne|map|filter|transformList|transformMap|"
     r"transformMapEntry)\s*\(\s*([A-Za-z_]\w*)\s*,(?:\s*([A-Za-z_]\w*)\s*,)?"
 )
+
+_CALL: Final = re.compile(r"(\.\s*)?\b([A-Za-z_]\w*)\s*\(")
+_METHODS: Final = frozenset(
+    {
+        "size", "contains", "startsWith", "endsWith", "matches",
+        "all", "exists", "exists_one", "existsOne", "map", "filter",
+        "getFullYear", "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear",
+        "getHours", "getMinutes", "getSeconds", "getMilliseconds",
+    }
+)  # fmt: skip
+"""Functions called on a value (``x.startsWith("a")``) that the ``cel`` binding defines."""
+_FUNCTIONS: Final = frozenset(
+    {"size", "has", "int", "uint", "double", "string", "bytes", "duration", "timestamp", "type",
+     "dyn"}
+)  # fmt: skip
+"""Functions called on their own (``int(x)``) that the ``cel`` binding defines."""
 
 
 Needs = Mapping[str, frozenset[str] | None]
@@ -126,8 +143,28 @@ def compile_condition(source: str) -> Condition:
         names = ", ".join(repr(n) for n in unknown)
         allowed = ", ".join(sorted(ALLOWED_VARIABLES))
         raise ValueError(f"unknown CEL variable {names} (allowed: {allowed})")
+    if (problem := _call_problem(source)) is not None:
+        raise ValueError(problem)
     variables &= ALLOWED_VARIABLES
     return Condition(source, variables, referenced_fields(source, variables), program)
+
+
+def _call_problem(source: str) -> str | None:
+    """The first call to a function CEL does not have, or has only in the other form (as a
+    method or on its own): such a condition would fail closed, denying every call it meets."""
+    for match in _CALL.finditer(_STRING_LITERAL.sub('""', source)):
+        method, name = match.group(1) is not None, match.group(2)
+        known, other = (_METHODS, _FUNCTIONS) if method else (_FUNCTIONS, _METHODS)
+        if name in known:
+            continue
+        if name in other:
+            usage = "x.{0}(...), not {0}(x, ...)" if name in _METHODS else "{0}(x), not x.{0}()"
+            kind = "a method" if name in _METHODS else "a function"
+            return f"{name!r} is {kind} in CEL: write {usage.format(name)}"
+        close = difflib.get_close_matches(name, sorted(_METHODS | _FUNCTIONS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown CEL function {name!r}{hint}"
+    return None
 
 
 def condition_problem(source: str) -> str | None:

@@ -199,3 +199,21 @@ def test_the_module_reports_errors_without_a_traceback() -> None:
         f"{bad}:5:5: rules.0.unless: unknown CEL variable 'user' "
         "(allowed: args, principal, prompt, resource, session, tool)\n"
     )
+
+
+def test_policy_check_refuses_a_cel_function_that_does_not_exist() -> None:
+    bad = FIXTURES / "errors" / "cel_function.yaml"
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "policy", "check", str(bad)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"{bad}:5:5: rules.0.when: unknown CEL function 'startswith' (did you mean 'startsWith'?)",
+        f"{bad}:9:5: rules.1.unless: 'matches' is a method in CEL: write x.matches(...), not "
+        "matches(x, ...)",
+    ]
