@@ -1,4 +1,10 @@
-"""The one error hierarchy of lockgate; mapped to JSON-RPC, HTTP and exit codes in one place."""
+"""The one error hierarchy of lockgate: `LockgateError` and the errors of the toolsets layer.
+
+Each concern that adds its own keeps them in one module (``policies/errors.py``,
+``gateway/approvals/errors.py``, ...). Each face maps them outward once, in a table looked up along
+the exception's MRO: ``gateway/mcp/errors.py`` (a tool error result or a JSON-RPC error),
+``gateway/api/errors.py`` (an HTTP status) and ``gateway/cli/errors.py`` (an exit code).
+"""
 
 from __future__ import annotations
 
