@@ -22,7 +22,7 @@ from policies.messages import MessageTemplate, rendered
 from policies.resource_rules import KIND_EFFECTS, ResourceKind
 from policies.rules import CompiledRule, match_rules
 from policies.session import SessionState
-from policies.uri_globs import normalize_uri
+from policies.uri_globs import uri_forms
 from policies.verdicts import Verdicts
 from toolsets.context import Principal
 from toolsets.decision import EFFECT_RANK, Decision
@@ -77,19 +77,28 @@ class ResourcePolicy:
         """Decide a read of ``uri`` on ``server`` (``listing``: whether a listing shows it; a
         URI template is decided on its text).
 
-        A URI not in normal form is decided on its normal form (`normalize_uri`) and as sent;
-        the more restrictive decision wins.
+        The URI is decided on every form an upstream may resolve it to (`uri_forms`: its
+        normal form first, as sent, fully percent-decoded); the most restrictive decision wins.
+        A URI whose decoding is ambiguous is refused.
         """
+        forms = uri_forms(uri)
+        if forms is None:
+            return self._ambiguous(uri)
         decide = functools.partial(
             self._evaluate, args=None, principal=principal, session=session, listing=listing
         )
-        normal = normalize_uri(uri)
-        decision = decide("resources", normal, server)
-        if normal != uri:
-            raw = decide("resources", uri, server)
-            if EFFECT_RANK[raw.effect] > EFFECT_RANK[decision.effect]:
-                decision = raw
-        return decision
+        decisions = [decide("resources", form, server) for form in forms]
+        return max(decisions, key=lambda decision: EFFECT_RANK[decision.effect])
+
+    def _ambiguous(self, uri: str) -> Decision:
+        """The refusal of a URI no rule can be sure to see as the upstream will."""
+        return Decision(
+            effect="deny",
+            rule_id=None,
+            reason="ambiguous URI: its percent-escapes do not decode to one path",
+            message=f"Reading {uri!r} is refused: its percent-escapes are ambiguous.",
+            policy_version=self._defaults["resources"].policy_version,
+        )
 
     def evaluate_prompt(
         self,

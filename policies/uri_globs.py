@@ -3,11 +3,13 @@
 URI globs: ``*`` matches any run of characters, ``/`` included (``file:///etc/*`` covers
 ``file:///etc/ssl/cert.pem``); ``?`` matches one character; ``\\*``, ``\\?`` and ``\\\\`` are a
 literal ``*``, ``?`` and backslash; everything else matches itself, case-sensitively, and the
-glob must match the whole URI. A read is decided twice when its URI is not in normal form (see
-`normalize_uri`): on the URI as sent and on its normal form; the more restrictive decision wins,
-so neither ``file:///tmp/../etc/passwd`` nor ``FILE:///etc/passwd`` slips past a rule on
-``file:///etc/*``, and neither ``file:///public/../etc/passwd`` passes an allow-list on
-``file:///public/*``.
+glob must match the whole URI. A read is decided on every form an upstream may resolve its URI
+to (see `uri_forms`): as sent, its normal form, and its normal form once fully percent-decoded;
+the most restrictive decision wins, so neither ``file:///tmp/../etc/passwd``, ``FILE:///etc/passwd``
+nor ``file:///srv/..%2F..%2Fetc/passwd`` slips past a rule on ``file:///etc/*``, and
+``file:///public/../etc/passwd`` does not pass an allow-list on ``file:///public/*``. A URI whose
+decoding is ambiguous (an escape that decodes to another escape, to ``?`` or ``#``, to a control
+character, or to bytes that are not UTF-8) is refused.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Annotated, Final
+from urllib.parse import unquote
 
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
 from policies.matchers import StrMatcher
 
-__all__ = ["UriGlob", "compile_uri_globs", "normalize_uri", "uri_glob_problem"]
+__all__ = ["UriGlob", "compile_uri_globs", "normalize_uri", "uri_forms", "uri_glob_problem"]
 
 _URI_MAX: Final = 2048
 
@@ -132,3 +135,26 @@ def normalize_uri(uri: str) -> str:
         if scheme == "file" and authority in ("", "//localhost"):
             authority = "//"
     return f"{scheme}:{authority}{path}{query}{params}{hash_}{fragment}"
+
+
+_STRUCTURAL: Final = re.compile(r"%(?:3[fF]|23)")
+"""Escapes of ``?`` and ``#``: decoded, they would move the boundary of the path."""
+
+
+def uri_forms(uri: str) -> tuple[str, ...] | None:
+    """Every form an upstream may resolve ``uri`` to: its normal form, as sent, and, when it
+    holds percent-escapes, the normal form of it decoded once and fully (``%2F`` too, as the
+    common ``Path(unquote(urlparse(uri).path))`` reads it). None when that decoding is ambiguous:
+    a rule cannot know what the upstream will read, so the URI is refused."""
+    forms = dict.fromkeys((normalize_uri(uri), uri))
+    if "%" in uri and _SCHEME.match(uri) is not None:
+        if _STRUCTURAL.search(uri):
+            return None
+        try:
+            decoded = unquote(uri, errors="strict")
+        except UnicodeDecodeError:
+            return None
+        if _PERCENT.search(decoded) or any(ord(c) < 0x20 or ord(c) == 0x7F for c in decoded):
+            return None
+        forms.update(dict.fromkeys((decoded, normalize_uri(decoded))))
+    return tuple(forms)

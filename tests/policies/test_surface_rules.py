@@ -32,6 +32,17 @@ STRICT = engine("surface/surface.yaml", "surface/strict.yaml")
         pytest.param("file:///%65tc/passwd", "files", (), "deny", "no-etc", id="percent"),
         pytest.param("file:////etc//passwd", "files", (), "deny", "no-etc", id="slashes"),
         pytest.param("file:/etc/passwd", "files", (), "deny", "no-etc", id="file-scheme"),
+        pytest.param("file:%2F%2F%2Fetc%2Fpasswd", "files", (), "deny", "no-etc", id="%2F-all"),
+        pytest.param("file:///%2Fetc/passwd", "files", (), "deny", "no-etc", id="%2F-leading"),
+        pytest.param(
+            "file:///srv/public/..%2F..%2Fetc/passwd", "files", (), "deny", "no-etc", id="..%2F"
+        ),
+        pytest.param("file:///srv/%2e%2e/etc/passwd", "files", (), "deny", "no-etc", id="%2e%2e"),
+        pytest.param("file:///etc%252Fpasswd", "files", (), "deny", None, id="double-escape"),
+        pytest.param("file:///srv%3F/../etc/passwd", "files", (), "deny", None, id="escaped-?"),
+        pytest.param("file:///srv/%00/x", "files", (), "deny", None, id="escaped-control"),
+        pytest.param("file:///srv/%ff", "files", (), "deny", None, id="not-utf-8"),
+        pytest.param("file:///srv/caf%C3%A9", "files", (), "allow", None, id="utf-8-allowed"),
         pytest.param("memo://secrets/key", "memo", (), "hide", "hide-secrets", id="hide"),
         pytest.param("memo://SECRETS/key", "memo", (), "hide", "hide-secrets", id="host-case"),
         pytest.param("file:///var/log/syslog", "files", (), "ask", "ask-logs", id="ask"),
