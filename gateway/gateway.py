@@ -16,7 +16,7 @@ from gateway.approvals.holding import Holding
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.store import PendingStore
-from gateway.config.model import GatewayConfig, load_config
+from gateway.config.model import GatewayConfig
 from gateway.events import tool_events as event_types
 from gateway.events.bus import EventBus
 from gateway.events.webhooks import WebhookSink
@@ -25,6 +25,7 @@ from gateway.metrics import Metrics
 from gateway.pins import PinRecord, ToolPins
 from gateway.resources.guard import SurfaceGuard
 from gateway.resources.service import Surface
+from gateway.wiring.checks import load_config
 from gateway.wiring.compose import compose
 from policies import PolicyHolder
 from toolsets._sdk_compat import check_sdk

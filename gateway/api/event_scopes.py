@@ -20,7 +20,7 @@ from fnmatch import fnmatchcase
 
 from gateway.approvals.access import may_see
 from gateway.approvals.store import PendingStore
-from gateway.events.filters import EventFilter
+from gateway.config.events import EventFilter
 from gateway.events.model import Event
 from toolsets.context import Principal
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import anyio
 import jwt
@@ -32,13 +32,11 @@ from jwt.exceptions import (
 )
 
 from gateway.auth.jwks import key_problem, signing_keys
+from gateway.config.events import EventFilter
 from gateway.config.jwt import CLASSES, CredentialClass, JwtIssuerConfig, claim_at
-from gateway.events.filters import EventFilter
+from gateway.config.model import GatewayConfig
 from toolsets.context import Principal
 from toolsets.errors import LockgateError
-
-if TYPE_CHECKING:
-    from gateway.config.model import GatewayConfig
 
 __all__ = ["JwtIdentity", "JwtVerifier", "TokenRefused", "check_identity", "looks_like_jwt"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from gateway.config.model import load_config
+from gateway.wiring.checks import load_config
 from gateway.wiring.storage_check import migrate_storage, storage_status
 
 __all__ = ["register"]

@@ -11,7 +11,8 @@ from typing import Any, Final
 
 import anyio
 
-from gateway.config.model import GatewayConfig, load_config
+from gateway.config.model import GatewayConfig
+from gateway.wiring.checks import load_config
 from gateway.wiring.storage_check import storage_status
 from policies import PolicyHolder
 from toolsets.errors import ConfigError, LockgateError

@@ -20,8 +20,8 @@ import httpx2
 from gateway.audit.log import AuditEntry, read_tail
 from gateway.audit.verify import VerifyReport, verify
 from gateway.cli.errors import UsageError
-from gateway.config.model import load_config
 from gateway.events.model import Event
+from gateway.wiring.checks import load_config
 from toolsets.errors import LockgateError
 
 __all__ = ["DEFAULT_AUDIT_DB", "DEFAULT_URL", "format_event", "main", "register"]

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gateway.config.model import GatewayConfig, load_config
+from gateway.config.model import GatewayConfig
+from gateway.wiring.checks import load_config
 from toolsets.errors import ConfigError, LockgateError
 from toolsets.prefixed import SEPARATOR
 

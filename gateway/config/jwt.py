@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from gateway.events.filters import EventFilter
+from gateway.config.events import EventFilter
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",

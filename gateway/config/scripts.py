@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from gateway.config._strict import Strict
 
 __all__ = ["HookConfig", "SandboxConfig", "ScriptConfig", "ScriptLimits", "SourceConfig"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ScriptLimits(_Strict):
+class ScriptLimits(Strict):
     """What one run of a script or hook may use; hitting a limit is an error result naming it."""
 
     timeout: float = Field(5.0, gt=0, le=600, description="Seconds of wall time per run.")
@@ -22,7 +20,7 @@ class ScriptLimits(_Strict):
     sub_calls: int = Field(20, ge=0, le=1000, description="Gateway tool calls per run.")
 
 
-class SourceConfig(_Strict):
+class SourceConfig(Strict):
     """Python source: a file next to the config, or inline."""
 
     file: str | None = Field(None, description="A .py file, relative to the config file.")
@@ -55,7 +53,7 @@ class HookConfig(SourceConfig):
     )
 
 
-class SandboxConfig(_Strict):
+class SandboxConfig(Strict):
     """The pool of sandbox worker processes (started and stopped with the gateway)."""
 
     min_workers: int = Field(1, ge=0, le=64, description="Workers kept warm.")

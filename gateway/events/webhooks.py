@@ -12,92 +12,28 @@ import base64
 import hashlib
 import hmac
 import logging
-import os
 import random
 import time
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Annotated, Any, Final, Literal, Protocol, Self
-from urllib.parse import urlsplit
+from typing import Final, Protocol, Self
 
 import anyio
 import httpx2
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from gateway.config.events import WebhookConfig
+from gateway.config.urls import UnsafeURL
 from gateway.events._tasks import ConsumerTasks
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import Event
 from gateway.events.slack import slack_body
-from gateway.events.urlcheck import UnsafeURL, check_resolved, check_static
+from gateway.events.urlcheck import check_resolved
 
-__all__ = ["FailureCounter", "WebhookConfig", "WebhookSink", "sign"]
+__all__ = ["FailureCounter", "WebhookSink", "sign"]
 
 logger = logging.getLogger(__name__)
 
 _RETRY_STATUSES: Final = frozenset({408, 425, 429})
-
-
-class WebhookConfig(BaseModel):
-    """One webhook in the gateway config.
-
-    Attributes:
-        url: Where to POST (http or https). Private, loopback, link-local and metadata addresses
-            are refused unless ``allow_private``; redirects are not followed.
-        events: Event type patterns to deliver (``tool.*``).
-        secret: Signing secret, or ``env:NAME`` to read it from the environment.
-        allow_private: Allow non-public destination addresses.
-        max_attempts: Tries per event before it is given up (and counted as failed).
-        timeout: Seconds per attempt.
-        backoff: Seconds before the first retry; doubles each retry, with jitter.
-        backoff_max: Longest wait between retries.
-        queue: Events held for this webhook while it is slow; beyond, they are dropped and a
-            ``lockgate.gap`` event is delivered in their place.
-        format: ``cloudevents`` (the event as it is) or ``slack`` (``{"text": ...}`` for a
-            Slack-compatible incoming webhook; see `gateway.events.slack`). Signed alike.
-        link: The gateway's base URL as approvers reach it: a held call's message links to its
-            card on the approvals page.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    url: str
-    events: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
-    secret: SecretStr
-    allow_private: bool = False
-    max_attempts: Annotated[int, Field(ge=1, le=100)] = 8
-    timeout: Annotated[float, Field(gt=0)] = 10.0
-    backoff: Annotated[float, Field(ge=0)] = 1.0
-    backoff_max: Annotated[float, Field(ge=0)] = 300.0
-    queue: Annotated[int, Field(ge=1)] = 1024
-    format: Literal["cloudevents", "slack"] = "cloudevents"
-    link: str | None = None
-
-    @field_validator("secret", mode="before")
-    @classmethod
-    def _secret_from_env(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.startswith("env:"):
-            name = value[4:]
-            if not os.environ.get(name):
-                raise ValueError(f"environment variable {name!r} is not set")
-            return os.environ[name]
-        return value
-
-    @model_validator(mode="after")
-    def _safe_url(self) -> Self:
-        check_static(self.url, allow_private=self.allow_private)
-        return self
-
-    @property
-    def host(self) -> str:
-        """The URL's host, as used in metrics and logs (never the path or query)."""
-        return urlsplit(self.url).hostname or ""
-
-    def key(self) -> bytes:
-        """The HMAC key."""
-        secret = self.secret.get_secret_value()
-        if secret.startswith("whsec_"):
-            return base64.b64decode(secret.removeprefix("whsec_"))
-        return secret.encode()
 
 
 def sign(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:

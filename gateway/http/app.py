@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from gateway.api.routes import api_routes
 from gateway.auth.tokens import Authenticator
-from gateway.config.model import ListenConfig
+from gateway.config.listen import ListenConfig
 from gateway.gateway import Gateway
 from gateway.http.agent_auth import AgentAuthMiddleware
 from gateway.http.origin_guard import HostOriginGuard

@@ -9,6 +9,7 @@ Modules: ``settings`` (the config section resolved), ``database`` (the pool, err
 ``session_book``, ``session_merge``, ``pins``, ``grants``, ``backend`` (builds them all).
 """
 
-from gateway.postgres.settings import OnOutage, PostgresSettings, dsn_problem, redact_dsn
+from gateway.config.storage import OnOutage, dsn_problem, redact_dsn
+from gateway.postgres.settings import PostgresSettings
 
 __all__ = ["OnOutage", "PostgresSettings", "dsn_problem", "redact_dsn"]

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 import anyio
 import asyncpg
 
+from gateway.config.storage import redact_dsn
 from gateway.postgres.migrations import migrate
-from gateway.postgres.settings import PostgresSettings, redact_dsn
+from gateway.postgres.settings import PostgresSettings
 from toolsets.errors import StoreUnavailable
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+from gateway.config.storage import OnOutage
 from gateway.memory.rate_counter import MemoryRateCounter
 from gateway.postgres.database import Conn, Database
-from gateway.postgres.settings import OnOutage
 from toolsets.errors import StoreUnavailable
 from toolsets.rates import Rate, RateVerdict
 

@@ -32,9 +32,9 @@ from typing import Any, Final
 
 import anyio
 
+from gateway.config.storage import OnOutage
 from gateway.postgres.session_merge import merge
 from gateway.postgres.sessions import PostgresSessionStore
-from gateway.postgres.settings import OnOutage
 from gateway.sessions.book import MAX_SESSIONS, SessionBook, session_key
 from policies.session import SessionState
 from toolsets.context import CallContext

@@ -1,51 +1,17 @@
-"""`PostgresSettings`: the ``storage`` section resolved (``env:NAME`` read), with a printable
-form of the server that never shows a password."""
+"""`PostgresSettings`: the ``storage`` section (`gateway.config.storage`) resolved (``env:NAME``
+read), with a printable form of the server that never shows a password."""
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
+from gateway.config.model import GatewayConfig
+from gateway.config.storage import OnOutage, dsn_problem, read_dsn
 from toolsets.errors import ConfigError, ConfigIssue
 
-if TYPE_CHECKING:
-    from gateway.config.model import GatewayConfig
-
-__all__ = ["OnOutage", "PostgresSettings", "dsn_problem", "redact_dsn"]
-
-OnOutage = Literal["fail_closed", "serve_allowed"]
-_SCHEMES: Final = ("postgresql://", "postgres://")
-_PASSWORD: Final = re.compile(r"(://[^:/@]*:)[^@]*@")
-
-
-def redact_dsn(dsn: str) -> str:
-    """``dsn`` with its password (in the URL or a ``password=`` option) replaced by ``***``."""
-    hidden = _PASSWORD.sub(r"\1***@", dsn)
-    return re.sub(r"(password=)[^&\s]*", r"\1***", hidden, flags=re.IGNORECASE)
-
-
-def _read(value: str) -> str:
-    if not value.startswith("env:"):
-        return value
-    name = value.removeprefix("env:")
-    found = os.environ.get(name)
-    if not found:
-        raise KeyError(name)
-    return found
-
-
-def dsn_problem(value: str) -> str | None:
-    """Why ``storage.dsn`` (a URL or ``env:NAME``) cannot be used; None when it can."""
-    try:
-        dsn = _read(value)
-    except KeyError as exc:
-        return f"environment variable {exc.args[0]} is not set (it should hold the database URL)"
-    if not dsn.startswith(_SCHEMES):
-        return f"must be a postgresql:// URL or env:NAME, not {redact_dsn(dsn)!r}"
-    return None
+__all__ = ["PostgresSettings"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +43,7 @@ class PostgresSettings:
         if (problem := dsn_problem(storage.dsn)) is not None:
             raise ConfigError([ConfigIssue("", None, None, "storage.dsn", problem)])
         return cls(
-            dsn=_read(storage.dsn),
+            dsn=read_dsn(storage.dsn),
             schema=storage.schema_name,
             pool_size=storage.pool_size,
             connect_timeout=storage.connect_timeout,

@@ -11,10 +11,11 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
+from gateway.config.model import GatewayConfig
 from gateway.config.scripts import ScriptConfig, SourceConfig
 from gateway.scripts._lint import Kind, Usage, entry_problems, sandbox_problems
 from gateway.scripts._probe import probe_sandbox
@@ -25,11 +26,8 @@ from gateway.scripts._signature import (
     run_docs,
     run_input_schema,
 )
+from policies.yamlfile import Located
 from toolsets.errors import ConfigError, ConfigIssue
-
-if TYPE_CHECKING:
-    from gateway.config.model import GatewayConfig
-    from policies.yamlfile import Located
 
 __all__ = [
     "ScriptSource",

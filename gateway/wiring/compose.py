@@ -18,7 +18,8 @@ from gateway.approvals.refusals import Refusals
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.store import PendingListener, PendingStore
-from gateway.config.model import GatewayConfig, ServerConfig, function_specs
+from gateway.config.model import GatewayConfig
+from gateway.config.servers import ServerConfig, function_specs
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder

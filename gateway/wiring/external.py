@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.config.model import ExternalToolConfig
+from gateway.config.servers import ExternalToolConfig
 from toolsets.context import CallContext
 from toolsets.external import ExternalToolset
 from toolsets.result import ToolResult

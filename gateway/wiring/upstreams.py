@@ -11,7 +11,8 @@ from mcp import StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.config.model import GatewayConfig, ServerConfig, python_command
+from gateway.config.model import GatewayConfig
+from gateway.config.servers import ServerConfig, python_command
 from toolsets._sdk_compat import TransportStreams
 from toolsets.abstract import ToolsChangedHandler
 from toolsets.upstream.http_limit import ResponseLimit

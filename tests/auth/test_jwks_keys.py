@@ -21,9 +21,9 @@ from auth_support import (
 from jwt.algorithms import RSAAlgorithm
 from support import free_port
 
+from gateway import load_config
 from gateway.auth.jwks import MAX_JWKS_BYTES, JwksKeys
 from gateway.auth.jwt import check_identity
-from gateway.config.model import load_config
 
 
 async def test_an_unknown_kid_is_fetched_for_at_most_once_per_min_refresh() -> None:

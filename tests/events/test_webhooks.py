@@ -20,10 +20,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from gateway.config.events import WebhookConfig
+from gateway.config.urls import UnsafeURL
 from gateway.events import MASK, Event, EventBus
 from gateway.events.tool_events import SimpleDecision, approval_requested, tool_call
-from gateway.events.urlcheck import UnsafeURL, check_resolved
-from gateway.events.webhooks import WebhookConfig, WebhookSink
+from gateway.events.urlcheck import check_resolved
+from gateway.events.webhooks import WebhookSink
 from gateway.metrics import Metrics
 from toolsets import CallContext, Principal, ToolDef
 

@@ -14,7 +14,7 @@ import pytest
 from gateway_faces import Face, text_of
 from mcp import Client
 
-from gateway.config.model import load_config
+from gateway import load_config
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 

@@ -15,7 +15,7 @@ import pytest
 from gateway_faces import lockgate
 from support import echo_upstream, write_config
 
-from gateway.config.model import load_config
+from gateway import load_config
 from toolsets.errors import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "config_errors"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support import write_config
 
-from gateway.config.model import load_config
+from gateway import load_config
 from gateway.scripts.source import (
     ScriptSource,
     check_sources,
