@@ -44,7 +44,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.approvals.errors import BackChannelRequired
 from gateway.mcp.calls import SESSION_HEADER
-from gateway.mcp.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
+from gateway.mcp.raw_calls import (
+    PlainCall,
+    RequestId,
+    invalid_id,
+    modern_client,
+    plain_call,
+    refusal_bytes,
+    response_bytes,
+)
 from gateway.mcp.relay.wire import EventStream, WirePeer, WireRequests, is_response
 from gateway.mcp.server import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
@@ -172,6 +180,9 @@ class FastPath:
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
+        if (invalid := invalid_id(message)) is not None:
+            await _send_json(send, 400, refusal_bytes(invalid), None)
+            return True
         method = message.get("method")
         version = headers.get("mcp-protocol-version")
         principal = scope.get(PRINCIPAL_SCOPE_KEY)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp.shared.inbound import InboundModernRoute
-from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, ErrorData
+from mcp_types import INVALID_REQUEST, LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, ErrorData
 
 from gateway.mcp.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
 from gateway.mcp.relay import declared
@@ -16,7 +16,16 @@ from toolsets import jsonwire
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
 
-__all__ = ["PlainCall", "RequestId", "framed", "modern_client", "plain_call", "response_bytes"]
+__all__ = [
+    "PlainCall",
+    "RequestId",
+    "framed",
+    "invalid_id",
+    "modern_client",
+    "plain_call",
+    "refusal_bytes",
+    "response_bytes",
+]
 
 RequestId = str | int
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
@@ -55,6 +64,31 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
         name=name, arguments=args, max_hold=max_hold_of(meta), session=session_of(meta)
     )
     return PlainCall(request_id, request)
+
+
+def invalid_id(message: Mapping[str, Any]) -> str | None:
+    """Why a request's ``id`` is not one MCP allows (a string or an integer), or None.
+
+    Such a request is refused with ``-32600`` on every face, never taken for a notification
+    (which would be answered ``202`` or not at all)."""
+    if "method" not in message or "id" not in message:
+        return None
+    request_id = message["id"]
+    if isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    ):
+        return None
+    kind = _JSON_KINDS.get(type(request_id), "number")
+    return f"Invalid Request: a request's id must be a string or an integer, not {kind}"
+
+
+_JSON_KINDS = {dict: "an object", list: "an array", bool: "a boolean", type(None): "null"}
+
+
+def refusal_bytes(reason: str) -> bytes:
+    """The JSON-RPC error answering a request that is not a valid request (``id`` null)."""
+    error = {"code": INVALID_REQUEST, "message": reason}
+    return jsonwire.dumps({"jsonrpc": "2.0", "id": None, "error": error})
 
 
 def modern_client(verdict: InboundModernRoute, transport: Literal["http", "stdio"]) -> ClientInfo:

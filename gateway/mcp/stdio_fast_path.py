@@ -35,7 +35,15 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY, ErrorData
 
 from gateway.approvals.errors import BackChannelRequired
-from gateway.mcp.raw_calls import PlainCall, RequestId, modern_client, plain_call, response_bytes
+from gateway.mcp.raw_calls import (
+    PlainCall,
+    RequestId,
+    invalid_id,
+    modern_client,
+    plain_call,
+    refusal_bytes,
+    response_bytes,
+)
 from gateway.mcp.relay import declared
 from gateway.mcp.relay.wire import WirePeer, WireRequests
 from gateway.mcp.server import GatewayServer
@@ -151,6 +159,9 @@ class StdioFastPath:
         except ValueError:
             message = None
         if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
+            if (invalid := invalid_id(message)) is not None:
+                await wire.write(refusal_bytes(invalid))
+                return
             if self._asked.take(message):  # the client's answer to an upstream's request
                 self._fast.inc()
                 return
