@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Self, TypedDict, cast
+from typing import Any, Self, TypedDict, TypeVar, cast
 
 import httpx2
 import mcp_types as types
@@ -31,6 +31,7 @@ from toolsets.upstream.convert import tool_result_from_mcp
 __all__ = ["RemoteGateway", "RemoteOptions"]
 
 MAX_PAGES = 100
+_T = TypeVar("_T")
 
 
 def _tool_def(tool: types.Tool) -> ToolDef:
@@ -93,7 +94,10 @@ class RemoteGateway:
         self._entered = 0
         self._stack: contextlib.AsyncExitStack | None = None
         self._client: Client | None = None
+        self._session_stack: contextlib.AsyncExitStack | None = None
+        self._http: httpx2.AsyncClient | None = None
         self._api: httpx2.AsyncClient | None = None
+        self._gone = False
 
     async def __aenter__(self) -> Self:
         self._entered += 1
@@ -104,11 +108,11 @@ class RemoteGateway:
                 headers = {"Authorization": f"Bearer {self._token}"} if self._token else None
                 timeout = httpx2.Timeout(30, read=self._timeout)
                 http = create_mcp_http_client(headers=headers, timeout=timeout)
-                await stack.enter_async_context(http)
-                target = streamable_http_client(self.mcp_url, http_client=http)
-                client = Client(target, mode=self._mode, read_timeout_seconds=self._timeout)
-                self._client = await stack.enter_async_context(client)
+                http.event_hooks["response"].append(self._watch)
+                self._http = await stack.enter_async_context(http)
                 self._api = await stack.enter_async_context(httpx2.AsyncClient(timeout=timeout))
+                await self._open_session()
+                stack.push_async_callback(self._close_session)
                 self._stack = stack.pop_all()
         except BaseException:
             self._entered -= 1
@@ -123,8 +127,41 @@ class RemoteGateway:
     ) -> None:
         self._entered -= 1
         if self._entered == 0 and self._stack is not None:
-            stack, self._stack, self._client, self._api = self._stack, None, None, None
+            stack, self._stack, self._api, self._http = self._stack, None, None, None
             await stack.aclose()
+
+    async def _open_session(self) -> None:
+        """Open the MCP session (a new one after the gateway forgot the last)."""
+        if self._http is None:
+            raise UpstreamError("RemoteGateway is not open: use 'async with'")
+        async with contextlib.AsyncExitStack() as stack:
+            target = streamable_http_client(self.mcp_url, http_client=self._http)
+            client = Client(target, mode=self._mode, read_timeout_seconds=self._timeout)
+            self._client = await stack.enter_async_context(client)
+            self._session_stack = stack.pop_all()
+
+    async def _close_session(self) -> None:
+        stack, self._session_stack, self._client = self._session_stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _watch(self, response: httpx2.Response) -> None:
+        """A 404 to a request naming our session: the gateway restarted and forgot it."""
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            self._gone = True
+
+    async def _mcp_request(self, request: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Run ``request`` on the session; one the gateway refused because it forgot the
+        session (HTTP 404: never delivered) is sent once more on a new session."""
+        self._gone = False
+        try:
+            return await request(self._mcp())
+        except MCPError:
+            if not self._gone:
+                raise
+        await self._close_session()
+        await self._open_session()
+        return await request(self._mcp())
 
     @property
     def protocol_version(self) -> str:
@@ -137,9 +174,10 @@ class RemoteGateway:
         return self._client
 
     async def list_tools(self) -> dict[str, ToolDef]:
-        client, tools, cursor = self._mcp(), {}, None
+        tools: dict[str, ToolDef] = {}
+        cursor: str | None = None
         for _ in range(MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
+            page = await self._mcp_request(lambda client: client.list_tools(cursor=cursor))
             tools.update({tool.name: _tool_def(tool) for tool in page.tools})
             if (cursor := page.next_cursor) is None:
                 break
@@ -150,7 +188,9 @@ class RemoteGateway:
     ) -> ToolResult:
         meta = None if max_hold is None else cast(types.RequestParamsMeta, {HOLD_META: max_hold})
         try:
-            result = await self._mcp().call_tool(name, dict(args), meta=meta)
+            result = await self._mcp_request(
+                lambda client: client.call_tool(name, dict(args), meta=meta)
+            )
         except MCPError as exc:
             if exc.code == types.INVALID_PARAMS and "Unknown tool" in exc.error.message:
                 raise ToolNotFoundError(name) from None
