@@ -1,39 +1,32 @@
-"""`PendingStore`: durable pending calls with compare-and-set transitions, waiting and recovery."""
+"""`PendingStore`: the rules of durable pending calls (compare-and-set transitions, waiting,
+recovery) over a backend's `gateway.approvals.records.PendingRecords`."""
 
 from __future__ import annotations
 
 import builtins
-import logging
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Protocol, Self
+from typing import Any, Final, Self
 
 import anyio
 
 from gateway.approvals import _transitions
 from gateway.approvals._query import Query
-from gateway.approvals._transitions import Plan, Step
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.pending import Kind, PendingCall, State, Vote
+from gateway.approvals.records import PendingRecords
+from gateway.approvals.writes import PendingListener, Writes
 
 __all__ = ["REUSABLE_STATES", "PendingListener", "PendingStore", "RecoveryReport"]
 
-logger = logging.getLogger(__name__)
 
 REUSABLE_STATES: Final[frozenset[State]] = frozenset(
     {"pending", "approved", "executing", "denied", "done", "failed"}
 )
 """States in which an undelivered call answers an identical re-issued call (see `find_reusable`)."""
 _UNDECIDED: Final[frozenset[State]] = frozenset({"pending"})
-
-
-class PendingListener(Protocol):
-    """Told about every record a store wrote (create and each transition), after it is durable."""
-
-    async def __call__(self, call: PendingCall) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,7 +44,7 @@ class RecoveryReport:
     pending: int
 
 
-class PendingStore(ABC):
+class PendingStore:
     """Where pending calls live; the single authority on their state.
 
     States: ``pending -> approved | denied | expired | cancelled``, ``approved -> executing ->
@@ -65,10 +58,11 @@ class PendingStore(ABC):
     by the first operation that touches it: `transition` (which then refuses), `wait`,
     `find_reusable`, `sweep_expired` or `recover`.
 
-    Backends implement the five primitives (`_insert`, `_load`, `_query`, `_update`,
-    `consume_nonce`) and `close`; the rules live here and in `gateway.approvals._transitions`.
+    The rules live here and in `gateway.approvals._transitions`; a backend keeps the records
+    (`PendingRecords`), and each backend's store is this class over its records.
 
     Args:
+        records: The backend's records (closed with this store).
         listener: Awaited after every write; its errors are logged, never raised (the write stands).
         clock: Wall-clock source in unix seconds, for expiry.
         poll_interval: Seconds between re-reads in `wait`, to see changes made by other processes.
@@ -76,41 +70,26 @@ class PendingStore(ABC):
 
     def __init__(
         self,
+        records: PendingRecords,
         *,
         listener: PendingListener | None = None,
         clock: Callable[[], float] = time.time,
         poll_interval: float = 0.5,
     ) -> None:
-        self._listener = listener
+        self.records = records
+        self._writes = Writes(records, listener=listener)
+        self.waiters = self._writes.waiters
+        """This process's tasks in `wait`; a backend that hears of other processes' writes wakes
+        them too."""
         self._clock = clock
         self._poll_interval = poll_interval
-        self._waiters: dict[str, set[anyio.Event]] = {}
 
-    # -- backend primitives -------------------------------------------------------------------
+    def now(self) -> float:
+        """The store's clock: unix seconds (what expiry is measured with)."""
+        return self._clock()
 
-    @abstractmethod
-    async def _insert(self, call: PendingCall) -> None:
-        """Store a new record durably; raise `ValueError` if its id exists."""
-
-    @abstractmethod
-    async def _load(self, id: str) -> PendingCall | None:
-        """The stored record, or None."""
-
-    @abstractmethod
-    async def _query(self, query: Query) -> builtins.list[PendingCall]:
-        """Records matching ``query``, newest first."""
-
-    @abstractmethod
-    async def _update(self, id: str, plan: Plan) -> Step:
-        """Atomically load the record, apply ``plan``, durably write ``step.call`` if changed.
-
-        Raises:
-            PendingNotFound: No record has that id.
-        """
-
-    @abstractmethod
     async def consume_nonce(self, nonce: str, *, expires_at: float) -> bool:
-        """Atomically mark a single-use nonce used.
+        """Atomically mark a single-use nonce used (a `gateway.approvals.sealing.NonceLedger`).
 
         Args:
             nonce: The nonce (from a sealed request state).
@@ -119,16 +98,11 @@ class PendingStore(ABC):
         Returns:
             True the first time a nonce is consumed, False on every replay.
         """
+        return await self.records.consume_nonce(nonce, expires_at=expires_at, now=self._clock())
 
-    @abstractmethod
     async def close(self) -> None:
         """Release the backend's resources."""
-
-    # -- public API ---------------------------------------------------------------------------
-
-    def now(self) -> float:
-        """The store's clock: unix seconds (what expiry is measured with)."""
-        return self._clock()
+        await self.records.close()
 
     async def create(self, call: PendingCall) -> PendingCall:
         """Store a new ``pending`` call; it is durable when this returns.
@@ -138,13 +112,12 @@ class PendingStore(ABC):
         """
         if call.state != "pending":
             raise ValueError(f"A new pending call must be 'pending', not {call.state!r}")
-        await self._insert(call)
-        await self._published(call)
+        await self._writes.insert(call)
         return call
 
     async def get(self, id: str) -> PendingCall | None:
         """The call with that id, or None."""
-        return await self._load(id)
+        return await self.records.load(id)
 
     async def list(
         self,
@@ -166,7 +139,7 @@ class PendingStore(ABC):
         """
         states = None if state is None else frozenset([state] if isinstance(state, str) else state)
         query = Query(states=states, kind=kind, principal=principal, tool=tool, limit=limit)
-        return await self._query(query)
+        return await self.records.query(query)
 
     async def transition(
         self, id: str, *, expect: Collection[State], to: State, **updates: Any
@@ -193,7 +166,7 @@ class PendingStore(ABC):
         """
         _transitions.check_transition(expect, to, updates)
         plan = _transitions.transition(frozenset(expect), to, updates, self._clock())
-        return await self._apply(id, plan)
+        return await self._writes.apply(id, plan)
 
     async def vote(
         self,
@@ -217,7 +190,7 @@ class PendingStore(ABC):
         if decided is not None:
             _transitions.check_transition({"pending"}, "approved", decided)
         plan = _transitions.vote(vote, seen=seen, stage=stage, decided=decided, now=self._clock())
-        return await self._apply(id, plan)
+        return await self._writes.apply(id, plan)
 
     async def deliver(self, id: str) -> PendingCall:
         """Claim the right to hand a finished call's outcome to a caller; succeeds once.
@@ -226,7 +199,7 @@ class PendingStore(ABC):
             PendingNotFound: No call has that id.
             PendingConflict: The call is not finished, or its outcome was already delivered.
         """
-        return await self._apply(id, _transitions.deliver(self._clock()))
+        return await self._writes.apply(id, _transitions.deliver(self._clock()))
 
     async def find_reusable(
         self, principal: str, tool: str, args_sha256: str, *, session_id: str | None = None
@@ -258,8 +231,8 @@ class PendingStore(ABC):
             delivered=False,
         )
         now = self._clock()
-        for call in await self._query(query):
-            step = await self._commit(call.id, _transitions.expire_if_due(now))
+        for call in await self.records.query(query):
+            step = await self._writes.commit(call.id, _transitions.expire_if_due(now))
             if not step.changed:
                 return step.call
         return None
@@ -288,9 +261,7 @@ class PendingStore(ABC):
         """
         deadline = anyio.current_time() + timeout
         while True:
-            event = anyio.Event()
-            self._waiters.setdefault(id, set()).add(event)
-            try:
+            with self.waiters.watching(id) as changed:
                 call = await self._current(id)
                 remaining = deadline - anyio.current_time()
                 if call.state not in while_in or remaining <= 0:
@@ -299,15 +270,15 @@ class PendingStore(ABC):
                 if call.state == "pending":
                     nap = min(nap, max(call.expires_at - self._clock(), 0.0))
                 with anyio.move_on_after(nap):
-                    await event.wait()
-            finally:
-                self._forget_waiter(id, event)
+                    await changed.wait()
 
     async def sweep_expired(self, now: float | None = None) -> builtins.list[PendingCall]:
         """Record every pending call past its deadline as ``expired``; return those changed."""
         now = self._clock() if now is None else now
-        due = await self._query(Query(states=frozenset({"pending"}), due_by=now))
-        steps = [await self._commit(call.id, _transitions.expire_if_due(now)) for call in due]
+        due = await self.records.query(Query(states=frozenset({"pending"}), due_by=now))
+        steps = [
+            await self._writes.commit(call.id, _transitions.expire_if_due(now)) for call in due
+        ]
         return [step.call for step in steps if step.changed]
 
     async def recover(self) -> RecoveryReport:
@@ -319,19 +290,16 @@ class PendingStore(ABC):
         """
         expired = await self.sweep_expired()
         now = self._clock()
-        running = await self._orphans()
-        interrupted = [await self._commit(c.id, _transitions.interrupt(now)) for c in running]
-        pending = await self._query(Query(states=frozenset({"pending"})))
+        running = await self.records.orphans()
+        interrupted = [
+            await self._writes.commit(c.id, _transitions.interrupt(now)) for c in running
+        ]
+        pending = await self.records.query(Query(states=frozenset({"pending"})))
         return RecoveryReport(
             expired=tuple(expired),
             interrupted=tuple(step.call for step in interrupted if step.changed),
             pending=len(pending),
         )
-
-    async def _orphans(self) -> builtins.list[PendingCall]:
-        """The ``executing`` calls nobody runs any more (`recover` fails them): here, all of
-        them; a store shared by live replicas leaves out those a live replica runs."""
-        return await self._query(Query(states=frozenset({"executing"})))
 
     async def __aenter__(self) -> Self:
         return self
@@ -344,44 +312,11 @@ class PendingStore(ABC):
     ) -> None:
         await self.close()
 
-    # -- shared machinery ---------------------------------------------------------------------
-
     async def _current(self, id: str) -> PendingCall:
         """The stored record, expiring it first when it is pending past its deadline."""
-        call = await self._load(id)
+        call = await self.records.load(id)
         if call is None:
             raise PendingNotFound(id)
         if call.state == "pending" and call.expires_at <= self._clock():
-            return (await self._commit(id, _transitions.expire_if_due(self._clock()))).call
+            return (await self._writes.commit(id, _transitions.expire_if_due(self._clock()))).call
         return call
-
-    async def _commit(self, id: str, plan: Plan) -> Step:
-        """Apply ``plan`` and announce the write; errors are returned in the step, not raised."""
-        step = await self._update(id, plan)
-        if step.changed:
-            await self._published(step.call)
-        return step
-
-    async def _apply(self, id: str, plan: Plan) -> PendingCall:
-        step = await self._commit(id, plan)
-        if step.error is not None:
-            raise step.error
-        return step.call
-
-    async def _published(self, call: PendingCall) -> None:
-        for event in self._waiters.pop(call.id, set()):
-            event.set()
-        if self._listener is None:
-            return
-        try:
-            await self._listener(call)
-        except Exception:
-            # The write is durable; a failing subscriber must not make it look undone.
-            logger.exception("Pending-call listener failed for %r", call.id)
-
-    def _forget_waiter(self, id: str, event: anyio.Event) -> None:
-        waiters = self._waiters.get(id)
-        if waiters is not None:
-            waiters.discard(event)
-            if not waiters:
-                del self._waiters[id]

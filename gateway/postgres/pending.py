@@ -21,7 +21,6 @@ import builtins
 import contextlib
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, Final, Self
 
 import anyio
@@ -33,11 +32,12 @@ from gateway.approvals._rows import decode_record, record_of, row_of
 from gateway.approvals._transitions import Plan, Step
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.pending import PendingCall
+from gateway.approvals.records import PendingRecords
 from gateway.approvals.store import PendingListener, PendingStore
 from gateway.postgres.database import Conn, Database
 from gateway.postgres.notify import LIVENESS_CLASS, Notifications, new_liveness_key
 
-__all__ = ["SAFETY_REREAD", "PostgresPendingStore"]
+__all__ = ["SAFETY_REREAD", "PostgresPendingRecords", "PostgresPendingStore"]
 
 SAFETY_REREAD: Final = 5.0
 """Seconds between re-reads of a waited-on call; a wake-up normally comes by ``NOTIFY``."""
@@ -85,35 +85,20 @@ def _select(query: Query) -> tuple[str, builtins.list[Any]]:
     return sql, params
 
 
-class PostgresPendingStore(PendingStore):
+class PostgresPendingRecords(PendingRecords):
     """Pending calls in the shared schema; see the module docstring for the compare-and-set.
 
-    Entered (``async with``), it listens for other replicas' transitions (`Notifications`),
-    so `wait` wakes the moment another replica records a decision; a slow re-read every
-    `SAFETY_REREAD` seconds remains for a notification lost in an outage. Unentered it works
-    too, waking only on its own transitions and the re-read.
-
     Args:
-        database: The shared database (its pool is closed with this store).
-        listener: See `PendingStore`.
-        clock: See `PendingStore`.
-        poll_interval: Seconds between safety re-reads in `wait`.
+        database: The shared database (its pool is closed with these records).
+        liveness_key: The key of this replica's liveness lock, recorded as the owner of each
+            call it claims for execution (`orphans` are those whose owner is gone).
     """
 
-    def __init__(
-        self,
-        database: Database,
-        *,
-        listener: PendingListener | None = None,
-        clock: Callable[[], float] = time.time,
-        poll_interval: float = SAFETY_REREAD,
-    ) -> None:
-        super().__init__(listener=listener, clock=clock, poll_interval=poll_interval)
+    def __init__(self, database: Database, liveness_key: int) -> None:
         self.database = database
-        self.liveness_key = new_liveness_key()
-        self._tg: TaskGroup | None = None
+        self.liveness_key = liveness_key
 
-    async def _insert(self, call: PendingCall) -> None:
+    async def insert(self, call: PendingCall) -> None:
         tries = 0
 
         async def insert(conn: Conn) -> None:
@@ -128,14 +113,14 @@ class PostgresPendingStore(PendingStore):
 
         await self.database.run(insert)
 
-    async def _load(self, id: str) -> PendingCall | None:
+    async def load(self, id: str) -> PendingCall | None:
         async def load(conn: Conn) -> PendingCall | None:
             found = await self._read(conn, id)
             return None if found is None else found[1]
 
         return await self.database.run(load)
 
-    async def _query(self, query: Query) -> builtins.list[PendingCall]:
+    async def query(self, query: Query) -> builtins.list[PendingCall]:
         sql, params = _select(query)
 
         async def select(conn: Conn) -> builtins.list[PendingCall]:
@@ -143,13 +128,13 @@ class PostgresPendingStore(PendingStore):
 
         return await self.database.run(select)
 
-    async def _orphans(self) -> builtins.list[PendingCall]:
+    async def orphans(self) -> builtins.list[PendingCall]:
         async def select(conn: Conn) -> builtins.list[PendingCall]:
             return [decode_record(row[0]) for row in await conn.fetch(_ORPHANS, LIVENESS_CLASS)]
 
         return await self.database.run(select)
 
-    async def _update(self, id: str, plan: Plan) -> Step:
+    async def update(self, id: str, plan: Plan) -> Step:
         attempt: tuple[int, PendingCall] | None = None  # a write whose commit is unknown
 
         async def update(conn: Conn) -> Step:
@@ -173,10 +158,9 @@ class PostgresPendingStore(PendingStore):
 
         return await self.database.run(update)
 
-    async def consume_nonce(self, nonce: str, *, expires_at: float) -> bool:
+    async def consume_nonce(self, nonce: str, *, expires_at: float, now: float) -> bool:
         # A connection lost after the insert committed makes the retry read as a replay: the
         # answer is refused (fails closed); a replay and that retry cannot be told apart.
-        now = self._clock()
 
         async def consume(conn: Conn) -> bool:
             async with conn.transaction():
@@ -192,20 +176,58 @@ class PostgresPendingStore(PendingStore):
         return await self.database.run(consume)
 
     async def close(self) -> None:
+        """Close the database's pool."""
+        await self.database.close()
+
+    async def _read(self, conn: Conn, id: str) -> tuple[int, PendingCall] | None:
+        row = await conn.fetchrow(_READ, id)
+        return None if row is None else (int(row[0]), decode_record(row[1]))
+
+
+class PostgresPendingStore(PendingStore):
+    """A `PendingStore` over `PostgresPendingRecords`, shared by every replica.
+
+    Entered (``async with``), it listens for other replicas' transitions (`Notifications`),
+    so `wait` wakes the moment another replica records a decision; a slow re-read every
+    `SAFETY_REREAD` seconds remains for a notification lost in an outage. Unentered it works
+    too, waking only on its own transitions and the re-read.
+
+    Args:
+        database: The shared database (its pool is closed with this store).
+        listener: See `PendingStore`.
+        clock: See `PendingStore`.
+        poll_interval: Seconds between safety re-reads in `wait`.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        listener: PendingListener | None = None,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = SAFETY_REREAD,
+    ) -> None:
+        self.database = database
+        self.liveness_key = new_liveness_key()
+        records = PostgresPendingRecords(database, self.liveness_key)
+        super().__init__(records, listener=listener, clock=clock, poll_interval=poll_interval)
+        self._tg: TaskGroup | None = None
+
+    async def close(self) -> None:
         """Stop listening and close the database's pool."""
         tg, self._tg = self._tg, None
         if tg is not None:
             tg.cancel_scope.cancel()
             await tg.__aexit__(None, None, None)
-        await self.database.close()
+        await super().close()
 
     async def __aenter__(self) -> Self:
         await self.database.pool()  # unreachable or too new: the gateway does not start
         notifications = Notifications(
             self.database,
             self.database.settings.channel,
-            on_notify=self._wake,
-            on_connect=self._wake_all,
+            on_notify=self.waiters.wake,
+            on_connect=self.waiters.wake_all,
             liveness_key=self.liveness_key,
         )
         tg = anyio.create_task_group()
@@ -219,25 +241,3 @@ class PostgresPendingStore(PendingStore):
             raise
         self._tg = tg
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    async def _read(self, conn: Conn, id: str) -> tuple[int, PendingCall] | None:
-        row = await conn.fetchrow(_READ, id)
-        return None if row is None else (int(row[0]), decode_record(row[1]))
-
-    def _wake(self, id: str) -> None:
-        """Another replica (or this one) changed ``id``: its waiters read it again."""
-        for event in self._waiters.pop(id, set()):
-            event.set()
-
-    def _wake_all(self) -> None:
-        """Notifications may have been missed: every waiter reads again."""
-        for id in list(self._waiters):
-            self._wake(id)

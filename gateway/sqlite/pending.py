@@ -17,10 +17,11 @@ from gateway.approvals._rows import decode_record, record_of, row_of
 from gateway.approvals._transitions import Plan, Step
 from gateway.approvals.errors import PendingNotFound, PendingStoreError
 from gateway.approvals.pending import PendingCall
+from gateway.approvals.records import PendingRecords
 from gateway.approvals.store import PendingListener, PendingStore
 from gateway.sqlite.schema import immediate, open_database
 
-__all__ = ["SQLitePendingStore"]
+__all__ = ["SQLitePendingRecords", "SQLitePendingStore"]
 
 T = TypeVar("T")
 
@@ -56,40 +57,28 @@ def _select(query: Query) -> tuple[str, builtins.list[Any]]:
     return sql, params
 
 
-class SQLitePendingStore(PendingStore):
+class SQLitePendingRecords(PendingRecords):
     """Pending calls in a SQLite file (WAL, ``synchronous=FULL``): a write is on disk when the
     method returns, and a restart or crash loses nothing.
 
     One connection, guarded by a lock, used from worker threads so the event loop never waits
     on disk. The file is opened (and its schema created) on first use. Several processes may
-    share the file: each write is an ``IMMEDIATE`` transaction, and `wait` polls to see their
-    changes.
+    share the file: each write is an ``IMMEDIATE`` transaction.
 
     Args:
         path: The database file.
-        listener: See `PendingStore`.
-        clock: See `PendingStore`.
-        poll_interval: See `PendingStore`.
 
     Raises:
         PendingStoreError: (from any method) The file is not a usable store, or it is closed.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        listener: PendingListener | None = None,
-        clock: Callable[[], float] = time.time,
-        poll_interval: float = 0.5,
-    ) -> None:
-        super().__init__(listener=listener, clock=clock, poll_interval=poll_interval)
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
 
-    async def _insert(self, call: PendingCall) -> None:
+    async def insert(self, call: PendingCall) -> None:
         def insert(conn: sqlite3.Connection) -> None:
             try:
                 conn.execute(_INSERT, row_of(call, int(call.delivered)))
@@ -98,14 +87,14 @@ class SQLitePendingStore(PendingStore):
 
         await self._run(insert)
 
-    async def _load(self, id: str) -> PendingCall | None:
+    async def load(self, id: str) -> PendingCall | None:
         def load(conn: sqlite3.Connection) -> PendingCall | None:
             row = conn.execute("SELECT record FROM pending_calls WHERE id = ?", (id,)).fetchone()
             return None if row is None else decode_record(row[0])
 
         return await self._run(load)
 
-    async def _query(self, query: Query) -> builtins.list[PendingCall]:
+    async def query(self, query: Query) -> builtins.list[PendingCall]:
         sql, params = _select(query)
 
         def select(conn: sqlite3.Connection) -> builtins.list[PendingCall]:
@@ -113,7 +102,7 @@ class SQLitePendingStore(PendingStore):
 
         return await self._run(select)
 
-    async def _update(self, id: str, plan: Plan) -> Step:
+    async def update(self, id: str, plan: Plan) -> Step:
         def update(conn: sqlite3.Connection) -> Step:
             # The IMMEDIATE transaction holds the write lock from the read to the write, so the
             # plan sees the state it replaces: this read-decide-write is the compare-and-set.
@@ -133,9 +122,7 @@ class SQLitePendingStore(PendingStore):
 
         return await self._run(update)
 
-    async def consume_nonce(self, nonce: str, *, expires_at: float) -> bool:
-        now = self._clock()
-
+    async def consume_nonce(self, nonce: str, *, expires_at: float, now: float) -> bool:
         def consume(conn: sqlite3.Connection) -> bool:
             with immediate(conn):
                 conn.execute("DELETE FROM used_nonces WHERE expires_at < ?", (now,))
@@ -169,3 +156,29 @@ class SQLitePendingStore(PendingStore):
                 return work(self._conn)
 
         return await anyio.to_thread.run_sync(locked)
+
+
+class SQLitePendingStore(PendingStore):
+    """A `PendingStore` over `SQLitePendingRecords`: durable across restarts and crashes; `wait`
+    polls to see the changes of other processes sharing the file.
+
+    Args:
+        path: The database file.
+        listener: See `PendingStore`.
+        clock: See `PendingStore`.
+        poll_interval: See `PendingStore`.
+
+    Raises:
+        PendingStoreError: (from any method) The file is not a usable store, or it is closed.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        listener: PendingListener | None = None,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = 0.5,
+    ) -> None:
+        records = SQLitePendingRecords(path)
+        super().__init__(records, listener=listener, clock=clock, poll_interval=poll_interval)
