@@ -26,6 +26,7 @@ from gateway.cli import scripts as cli_scripts
 from gateway.cli.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
+from gateway.wiring.checks import load_config
 from toolsets._sdk_compat import check_sdk
 from toolsets.errors import LockgateError
 from toolsets.result import ToolResult
@@ -46,11 +47,9 @@ def _config_arg(parser: argparse.ArgumentParser) -> None:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from gateway.http.serve import serve
 
-    gateway = Gateway.from_config(args.config)
-    listen = gateway.config.listen
-    host = args.host or listen.host
-    port = args.port if args.port is not None else listen.port
-    serve(gateway, host=host, port=port)
+    flags = {"host": args.host, "port": args.port}
+    config = load_config(args.config, listen={k: v for k, v in flags.items() if v is not None})
+    serve(Gateway(config), host=config.listen.host, port=config.listen.port)
     return 0
 
 

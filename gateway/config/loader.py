@@ -8,12 +8,15 @@ in `gateway.wiring.checks`, which ``serve`` and ``doctor`` load with.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+from pydantic import ValidationError
 
 from gateway.config.auth import STATIC_LISTS, token_problem
-from gateway.config.listen import LOOPBACK_HOSTS
+from gateway.config.listen import LOOPBACK_HOSTS, ListenConfig
 from gateway.config.model import GatewayConfig
 from gateway.config.storage import dsn_problem
 from policies.yamlfile import Located, parse_model, read_located
@@ -28,12 +31,20 @@ class ConfigCheck(Protocol):
     def __call__(self, config: GatewayConfig, located: Located, /) -> list[ConfigIssue]: ...
 
 
-def read_config(path: str | Path, *, checks: Sequence[ConfigCheck] = ()) -> GatewayConfig:
+def read_config(
+    path: str | Path,
+    *,
+    checks: Sequence[ConfigCheck] = (),
+    listen: Mapping[str, Any] | None = None,
+) -> GatewayConfig:
     """Read and validate a gateway config file.
 
     Args:
         path: The YAML file; relative paths in it are relative to its folder.
         checks: Further checks, run after the file's own when it parsed.
+        listen: Overrides of ``listen`` keys from the command line (``--host``, ``--port``),
+            applied before any check, so an override is checked exactly as the file would be;
+            an issue they cause names the flag.
 
     Raises:
         ConfigError: with every problem, each naming file, line and key.
@@ -41,12 +52,40 @@ def read_config(path: str | Path, *, checks: Sequence[ConfigCheck] = ()) -> Gate
     located = read_located(path)
     config = parse_model(located, GatewayConfig)
     config = config.model_copy(update={"base_dir": Path(path).resolve().parent})
+    overrides = dict(listen or {})
+    if overrides:
+        try:
+            merged = ListenConfig.model_validate(config.listen.model_dump() | overrides)
+        except ValidationError as exc:
+            raise ConfigError(_override_issues(exc, located, overrides)) from None
+        config = config.model_copy(update={"listen": merged})
     issues = _servers(config, located) + _files_and_secrets(config, located)
     for check in checks:
         issues += check(config, located)
     if issues:
-        raise ConfigError(issues)
+        raise ConfigError([_flagged(issue, overrides) for issue in issues])
     return config
+
+
+def _flagged(issue: ConfigIssue, overrides: Mapping[str, Any]) -> ConfigIssue:
+    """``issue``, saying which command-line flag set the value it is about."""
+    _, _, key = issue.key.partition("listen.")
+    if not issue.key.startswith("listen.") or key not in overrides:
+        return issue
+    message = f"{issue.message} (listen.{key} is {overrides[key]!r} from --{key})"
+    return dataclasses.replace(issue, message=message)
+
+
+def _override_issues(
+    exc: ValidationError, located: Located, overrides: Mapping[str, Any]
+) -> list[ConfigIssue]:
+    """The command-line overrides pydantic refused, each at its ``listen`` key."""
+    issues = []
+    for error in exc.errors(include_url=False):
+        key = str(error["loc"][0]) if error["loc"] else "listen"
+        issue = located.issue(("listen", key), error["msg"])
+        issues.append(_flagged(issue, overrides))
+    return issues
 
 
 def _servers(config: GatewayConfig, located: Located) -> list[ConfigIssue]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from gateway.auth.jwks import key_problem
 from gateway.config.loader import ConfigCheck, read_config
@@ -80,10 +81,11 @@ GATEWAY_CHECKS: Final[tuple[ConfigCheck, ...]] = (
 """What `load_config` checks beyond the file itself, in the order its issues are listed."""
 
 
-def load_config(path: str | Path) -> GatewayConfig:
-    """Load and validate a gateway config file, with every check ``serve`` runs.
+def load_config(path: str | Path, *, listen: Mapping[str, Any] | None = None) -> GatewayConfig:
+    """Load and validate a gateway config file, with every check ``serve`` runs; ``listen``
+    overrides (``--host``, ``--port``) apply before the checks.
 
     Raises:
         ConfigError: with every problem, each naming file, line and key.
     """
-    return read_config(path, checks=GATEWAY_CHECKS)
+    return read_config(path, checks=GATEWAY_CHECKS, listen=listen)
