@@ -1,4 +1,4 @@
-"""lockgate's gateway: composition root, config, downstream faces, API, events and stores."""
+"""lockgate's gateway: the `Gateway` facade, its runtime, and one folder per concern below them."""
 
 from gateway.config import GatewayConfig, ServerConfig
 from gateway.gateway import Gateway

@@ -164,7 +164,7 @@ class _Handlers:
 
     def __init__(self, gateway: Gateway) -> None:
         self.store, self.service = gateway.store, gateway.approvals
-        self.holding = gateway.holding
+        self.holding = gateway.parts.holding
 
     async def me(self, request: Request, who: Principal) -> Response:
         """``GET /api/me``: who the token belongs to (the page says "signed in as")."""
@@ -257,7 +257,7 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         return approver_scope(who, gateway.store, pins=gateway.pins.may_accept(who))
 
     events = events_endpoint(
-        gateway.event_stream, scope, refused=lambda r: _refused(auth, r, watchers)
+        gateway.parts.events.stream, scope, refused=lambda r: _refused(auth, r, watchers)
     )
     return [
         Route("/api/me", _guard(auth, anyone, api.me), methods=["GET"]),

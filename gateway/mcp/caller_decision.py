@@ -1,5 +1,6 @@
 """The calling user decides a held call over MCP: legacy ``elicitation/create`` and 2026-07-28
-``InputRequiredResult`` with a sealed, principal-bound, expiring, single-use ``request_state``."""
+``InputRequiredResult`` with a sealed, principal-bound, expiring, single-use ``request_state``;
+the MCP framing only (whether to ask and how an answer applies: `gateway.approvals.caller`)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def input_required_result(
     gateway: Gateway, held: InputRequired, ctx: CallContext
 ) -> types.InputRequiredResult:
     """Ask a modern client; the state names the pending call and only this principal can use it."""
-    state = gateway.sealer.seal(
+    state = gateway.parts.sealer.seal(
         pending_id=held.call.id, principal=ctx.principal.id, expires_at=held.call.expires_at
     )
     form = types.ElicitRequestFormParams(
@@ -60,7 +61,7 @@ async def answer_input(
         SealedStateError: the ``request_state`` is tampered with, replayed, expired or not this
             caller's.
     """
-    payload = await gateway.sealer.redeem(
+    payload = await gateway.parts.sealer.redeem(
         request_state, principal=ctx.principal.id, nonces=gateway.store
     )
     response = (input_responses or {}).get(INPUT_KEY)

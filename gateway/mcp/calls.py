@@ -110,7 +110,7 @@ class CallHandler:
             max_hold=request.max_hold,
             peer=peer,
         )
-        relay = self.gateway.relay
+        relay = self.gateway.parts.relay
         state = request.request_state
         if state is not None and relay.parking.owns(state):
             outcome = await relay.parking.resume(state, request.input_responses, request.name, ctx)

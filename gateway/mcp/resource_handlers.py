@@ -1,9 +1,9 @@
-"""`SurfaceFace`: the downstream server's handlers for resources, prompts and completions.
+"""`ResourceHandlers`: the downstream server's handlers for resources, prompts and completions.
 
 Registered on the one low-level `Server` of each face (streamable HTTP and stdio, both eras),
 beside the tool handlers of `gateway.mcp.server`. Each handler builds the caller's
-`CallContext` as the tool path does, runs one operation of the gateway's `Surface`, and maps
-what goes wrong to a JSON-RPC error once, in `surface_error`.
+`CallContext` as the tool path does, runs one operation of the gateway's `ResourceService`, and
+maps what goes wrong to a JSON-RPC error once, in `resource_error`.
 """
 
 from __future__ import annotations
@@ -20,22 +20,22 @@ from mcp_types import INTERNAL_ERROR, ErrorData
 
 from gateway.mcp.errors import mcp_error
 from gateway.mcp.listen import SessionListen
-from gateway.resources.service import Surface
+from gateway.resources.service import ResourceService
 from gateway.resources.session_subscriptions import SessionSubscriptions
 from toolsets.context import CallContext
 from toolsets.result import ToolResult
 
-__all__ = ["SurfaceFace", "surface_error"]
+__all__ = ["ResourceHandlers", "resource_error"]
 
 Ctx = ServerRequestContext[Any]
 T = TypeVar("T")
 Params = types.PaginatedRequestParams | None
 
 
-def surface_error(exc: Exception, method: str) -> MCPError:
-    """The JSON-RPC error answering a failed surface request (`gateway.mcp.errors`; what a tool
-    call would answer as an error result, such as a server being down, is an internal error
-    carrying the same message)."""
+def resource_error(exc: Exception, method: str) -> MCPError:
+    """The JSON-RPC error answering a failed resource, prompt or completion request
+    (`gateway.mcp.errors`; what a tool call would answer as an error result, such as a server
+    being down, is an internal error carrying the same message)."""
     if isinstance(exc, MCPError):
         return exc
     outcome = mcp_error(exc, method)
@@ -44,11 +44,11 @@ def surface_error(exc: Exception, method: str) -> MCPError:
     return MCPError.from_error_data(outcome)
 
 
-class SurfaceFace:
-    """The surface handlers of one downstream server.
+class ResourceHandlers:
+    """The resource, prompt and completion handlers of one downstream server.
 
     Args:
-        surface: The gateway's surface.
+        service: The gateway's `ResourceService`.
         context: The `CallContext` of a request (principal, session, client), as for tools.
         connections: The face's 2025-11-25 connections (told of list changes).
         listen: The face's ``subscriptions/listen`` handler (2026-07-28 streams).
@@ -56,22 +56,22 @@ class SurfaceFace:
 
     def __init__(
         self,
-        surface: Surface,
+        service: ResourceService,
         *,
         context: Callable[[Ctx], CallContext],
         connections: weakref.WeakSet[Connection],
         listen: SessionListen,
     ) -> None:
-        self.surface = surface
+        self.service = service
         self._context = context
-        self.sessions = SessionSubscriptions(surface, connections=connections, listen=listen)
-        surface.on_event(self.sessions.relay)
+        self.sessions = SessionSubscriptions(service, connections=connections, listen=listen)
+        service.on_event(self.sessions.deliver)
 
     async def list_resources(self, ctx: Ctx, params: Params) -> types.ListResourcesResult:
         """``resources/list``: one page of what the caller may see."""
         cursor = params.cursor if params is not None else None
         return await self._run(
-            ctx, "resources/list", lambda c: self.surface.resources.list(cursor, c)
+            ctx, "resources/list", lambda c: self.service.resources.list(cursor, c)
         )
 
     async def list_resource_templates(
@@ -79,14 +79,14 @@ class SurfaceFace:
     ) -> types.ListResourceTemplatesResult:
         """``resources/templates/list``: one page of what the caller may see."""
         cursor = params.cursor if params is not None else None
-        templates = self.surface.resources.templates
+        templates = self.service.resources.templates
         return await self._run(ctx, "resources/templates/list", lambda c: templates(cursor, c))
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         """``resources/read`` of a gateway URI, as the policy allows."""
-        read = self.surface.resources.read
+        read = self.service.resources.read
         return await self._run(ctx, "resources/read", lambda c: read(params.uri, c))
 
     async def subscribe_resource(
@@ -116,19 +116,19 @@ class SurfaceFace:
     async def list_prompts(self, ctx: Ctx, params: Params) -> types.ListPromptsResult:
         """``prompts/list``: one page of what the caller may see."""
         cursor = params.cursor if params is not None else None
-        return await self._run(ctx, "prompts/list", lambda c: self.surface.prompts.list(cursor, c))
+        return await self._run(ctx, "prompts/list", lambda c: self.service.prompts.list(cursor, c))
 
     async def get_prompt(
         self, ctx: Ctx, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         """``prompts/get`` of an exposed prompt, as the policy allows."""
         arguments = params.arguments or {}
-        get = self.surface.prompts.get
+        get = self.service.prompts.get
         return await self._run(ctx, "prompts/get", lambda c: get(params.name, arguments, c))
 
     async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         """``completion/complete``, answered by the upstream owning the reference."""
-        complete = self.surface.completions.complete
+        complete = self.service.completions.complete
         return await self._run(
             ctx,
             "completion/complete",
@@ -139,7 +139,7 @@ class SurfaceFace:
         self, ctx: Ctx, method: str, operation: Callable[[CallContext], Awaitable[T]]
     ) -> T:
         try:
-            await self.surface.ready()
+            await self.service.ready()
             return await operation(self._context(ctx))
         except Exception as exc:
-            raise surface_error(exc, method) from None
+            raise resource_error(exc, method) from None

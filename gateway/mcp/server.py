@@ -28,7 +28,7 @@ from gateway.mcp.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_
 from gateway.mcp.handshake_sessions import LegacySessions
 from gateway.mcp.listen import SessionListen
 from gateway.mcp.relay import declared, request_peer
-from gateway.mcp.resource_handlers import SurfaceFace
+from gateway.mcp.resource_handlers import ResourceHandlers
 from toolsets import _sdk_compat as sdk
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.result import ToolResult
@@ -243,8 +243,8 @@ def build_server(
 ) -> GatewayServer:
     """The downstream MCP server for ``gateway``."""
     downstream = Downstream(gateway, transport=transport, principal=principal)
-    surface = SurfaceFace(
-        gateway.surface,
+    surface = ResourceHandlers(
+        gateway.parts.resources,
         context=downstream.context,
         connections=downstream.connections,
         listen=downstream.listen,
@@ -267,7 +267,7 @@ def build_server(
         on_completion=surface.complete,
     )
     server.middleware.append(downstream.remember_sessions)
-    set_level = gateway.relay.logs.set_level  # the logging capability, both eras
+    set_level = gateway.parts.relay.logs.set_level  # the logging capability, both eras
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.downstream = downstream
     return server

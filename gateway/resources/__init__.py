@@ -1,27 +1,25 @@
 """Resources, prompts and completions of every upstream, through the gateway.
 
-`Surface` (one per `Gateway`, ``gw.surface``) aggregates them: resources under
+`ResourceService` (one per `Gateway`, ``gw.parts.resources``) aggregates them: resources under
 ``lockgate://{prefix}/{original-uri}`` (`toolsets.resource_uris`), prompts as
 ``{prefix}__{name}``, completions routed to the owner, resource subscriptions counted per
-upstream. `SurfaceFace` serves them on a downstream MCP server; `SurfaceGuard` is what the
-policy decides about them (`OPEN_GUARD` allows everything).
+upstream. `gateway.mcp.resource_handlers.ResourceHandlers` serves them on a downstream MCP
+server; a `ResourceGuard` is what the policy decides about them (`OPEN_GUARD` allows everything;
+`gateway.resources.policy_guard.PolicyResourceGuard` is the policy's).
 """
 
-from gateway.mcp.resource_handlers import SurfaceFace, surface_error
-from gateway.resources.guard import OPEN_GUARD, OpenGuard, SurfaceGuard
+from gateway.resources.guard import OPEN_GUARD, OpenGuard, ResourceGuard
 from gateway.resources.routes import Route, Routes
-from gateway.resources.service import Relay, Surface
-from gateway.resources.upstream import UpstreamSurface
+from gateway.resources.service import ChangeListener, ResourceService
+from gateway.resources.upstream import UpstreamResources
 
 __all__ = [
     "OPEN_GUARD",
+    "ChangeListener",
     "OpenGuard",
-    "Relay",
+    "ResourceGuard",
+    "ResourceService",
     "Route",
     "Routes",
-    "Surface",
-    "SurfaceFace",
-    "SurfaceGuard",
-    "UpstreamSurface",
-    "surface_error",
+    "UpstreamResources",
 ]

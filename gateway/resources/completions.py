@@ -8,11 +8,9 @@ server does not have), and a server that declared no completions answers with no
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import mcp_types as types
 
-from gateway.resources.guard import SurfaceGuard
+from gateway.resources.guard import ResourceGuard
 from gateway.resources.routes import Route, Routes
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError, PromptNotFound, ResourceNotFound
@@ -25,7 +23,7 @@ Ref = types.PromptReference | types.ResourceTemplateReference
 class Completions:
     """Completion requests over every upstream (see the module docstring)."""
 
-    def __init__(self, routes: Routes, guard: Callable[[], SurfaceGuard]) -> None:
+    def __init__(self, routes: Routes, guard: ResourceGuard) -> None:
         self.routes = routes
         self._guard = guard
 
@@ -57,7 +55,7 @@ class Completions:
             PromptNotFound: the prompt is unknown to ``ctx``.
             ResourceNotFound: the template is unknown to ``ctx``.
         """
-        guard = self._guard()
+        guard = self._guard
         if isinstance(ref, types.PromptReference):
             route = self.routes.prompt(ref.name)
             if route.upstream.lacks("prompts") or not guard.prompt_visible(

@@ -1,8 +1,9 @@
-"""`SurfaceGuard`: what the policy says about resources and prompts, as the surface asks it.
+"""`ResourceGuard`: what the policy says about resources and prompts, as `ResourceService` asks.
 
-The surface (`gateway.resources`) filters listings with the ``*_visible`` methods, runs every read
-and prompt get through the wrappers, and lets a session subscribe only to a resource it may see.
-`OPEN_GUARD` allows everything; `Gateway.surface_guard` holds the guard in force.
+`gateway.resources.service.ResourceService` filters listings with the ``*_visible`` methods,
+runs every read and prompt get through the wrappers, and lets a session subscribe only to a
+resource it may see. `OPEN_GUARD` allows everything; ``gw.parts.resource_guard`` is the guard in
+force (`gateway.resources.policy_guard.PolicyResourceGuard`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from typing import Protocol, TypeVar
 
 from toolsets.context import CallContext
 
-__all__ = ["OPEN_GUARD", "OpenGuard", "SurfaceGuard"]
+__all__ = ["OPEN_GUARD", "OpenGuard", "ResourceGuard"]
 
 T = TypeVar("T")
 
 
-class SurfaceGuard(Protocol):
+class ResourceGuard(Protocol):
     """Decides over resources and prompts (the policy's guard: `gateway.resources.policy_guard`)."""
 
     def resource_visible(self, uri: str, server: str, ctx: CallContext) -> bool:
@@ -56,7 +57,7 @@ class SurfaceGuard(Protocol):
 
 
 class OpenGuard:
-    """A guard that lets everything through, unrecorded (no surface policy in force)."""
+    """A guard that lets everything through, unrecorded (no resource policy in force)."""
 
     def resource_visible(self, uri: str, server: str, ctx: CallContext) -> bool:
         return True
@@ -80,5 +81,5 @@ class OpenGuard:
         return await get()
 
 
-OPEN_GUARD: SurfaceGuard = OpenGuard()
-"""The default guard, until the policy's is wired in."""
+OPEN_GUARD: ResourceGuard = OpenGuard()
+"""A guard for a gateway without a resource policy (and for tests)."""

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from gateway.resources.upstream import Listed, ListKind, UpstreamSurface
+from gateway.resources.upstream import Listed, ListKind, UpstreamResources
 from toolsets.errors import UpstreamError
 
 __all__ = ["PAGE_SIZE", "Keep", "Position", "collect"]
@@ -31,7 +31,7 @@ PAGE_SIZE = 100
 MAX_UPSTREAM_PAGES = 1000
 """The most pages read from one server per downstream page (a server whose cursors never end)."""
 U = TypeVar("U")
-Keep = Callable[[UpstreamSurface, Any], U | None]
+Keep = Callable[[UpstreamResources, Any], U | None]
 """Maps one upstream entry to the one served, or None to skip it (hidden)."""
 
 
@@ -67,7 +67,7 @@ class Position:
 
 async def collect(
     kind: ListKind,
-    upstreams: Sequence[UpstreamSurface],
+    upstreams: Sequence[UpstreamResources],
     cursor: str | None,
     keep: Keep[U],
     *,
@@ -92,7 +92,7 @@ async def collect(
 
 async def _read(
     kind: ListKind,
-    upstream: UpstreamSurface,
+    upstream: UpstreamResources,
     *,
     at: Position,
     keep: Keep[U],
@@ -117,7 +117,7 @@ async def _read(
 
 
 async def _page(
-    kind: ListKind, upstream: UpstreamSurface, cursor: str | None
+    kind: ListKind, upstream: UpstreamResources, cursor: str | None
 ) -> tuple[Sequence[Listed], str | None]:
     try:
         return await upstream.page(kind, cursor)

@@ -1,4 +1,4 @@
-"""`PolicySurfaceGuard`: the policy over resources and prompts, as the surface handlers ask it.
+"""`PolicyResourceGuard`: the policy over resources and prompts, as the resource handlers ask it.
 
 Listings keep what the policy does not ``hide`` (rules reading ``args`` or ``session`` are not
 evaluated for listings). Each read or get is decided with the caller's session, like a tool
@@ -28,9 +28,10 @@ from typing import Any, Final, TypeVar
 
 import anyio
 
+from gateway.approvals.editing import SessionLoader
 from gateway.approvals.holding import HeldCalls, Holding
 from gateway.approvals.refusals import decision_meta
-from gateway.approvals.service import ApprovalService, SessionLoader
+from gateway.approvals.service import ApprovalService
 from gateway.events import resource_events as events
 from gateway.events.recorder import Recorder
 from toolsets.approval_required import Approved
@@ -40,7 +41,7 @@ from toolsets.errors import PromptDenied, PromptNotFound, ResourceDenied, Resour
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["RESOURCE_READ", "PolicySurfaceGuard", "prompt_summary", "read_summary"]
+__all__ = ["RESOURCE_READ", "PolicyResourceGuard", "prompt_summary", "read_summary"]
 
 T = TypeVar("T")
 
@@ -107,8 +108,8 @@ def _refusal(decision: Decision) -> str:
     return decision.message or f"Denied by policy: {decision.reason}"
 
 
-class PolicySurfaceGuard:
-    """Implements `gateway.resources.guard.SurfaceGuard` on the gateway's policy,
+class PolicyResourceGuard:
+    """Implements `gateway.resources.guard.ResourceGuard` on the gateway's policy,
     sessions, approval service and event bus.
 
     Args:
@@ -136,14 +137,14 @@ class PolicySurfaceGuard:
     def resource_visible(self, uri: str, server: str, ctx: CallContext) -> bool:
         """Whether listings (resources, templates, subscriptions, completions) show ``uri``,
         the upstream's original URI or URI template."""
-        surface = self._policy.current.resources
-        decision = surface.evaluate_resource(uri, server, ctx.principal, listing=True)
+        rules = self._policy.current.resources
+        decision = rules.evaluate_resource(uri, server, ctx.principal, listing=True)
         return decision.effect != "hide"
 
     def prompt_visible(self, name: str, server: str, ctx: CallContext) -> bool:
         """Whether listings (prompts, completions) show the exposed prompt ``name``."""
-        surface = self._policy.current.resources
-        decision = surface.evaluate_prompt(name, server, None, ctx.principal, listing=True)
+        rules = self._policy.current.resources
+        decision = rules.evaluate_prompt(name, server, None, ctx.principal, listing=True)
         return decision.effect != "hide"
 
     async def read_resource(
@@ -158,8 +159,8 @@ class PolicySurfaceGuard:
             AuditUnavailable: a refusal could not be put on record.
         """
         session = await self._sessions.ensure(ctx)
-        surface = self._policy.current.resources
-        decision = surface.evaluate_resource(uri, server, ctx.principal, session)
+        rules = self._policy.current.resources
+        decision = rules.evaluate_resource(uri, server, ctx.principal, session)
         ctx = replace(ctx, decision=decision)
         if decision.effect == "hide":
             raise ResourceNotFound(uri)
@@ -188,8 +189,8 @@ class PolicySurfaceGuard:
             AuditUnavailable: the refusal could not be put on record.
         """
         session = await self._sessions.ensure(ctx)
-        surface = self._policy.current.resources
-        decision = surface.evaluate_prompt(name, server, arguments, ctx.principal, session)
+        rules = self._policy.current.resources
+        decision = rules.evaluate_prompt(name, server, arguments, ctx.principal, session)
         ctx = replace(ctx, decision=decision)
         if decision.effect == "hide":
             raise PromptNotFound(name)

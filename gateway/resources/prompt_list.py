@@ -7,15 +7,15 @@ under gateway URIs (`toolsets.resource_uris`), so the client can read them throu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import mcp_types as types
 
-from gateway.resources.guard import SurfaceGuard
+from gateway.resources.guard import ResourceGuard
 from gateway.resources.paging import collect
 from gateway.resources.resource_list import served_entry, served_meta
 from gateway.resources.routes import Route, Routes
-from gateway.resources.upstream import UpstreamSurface
+from gateway.resources.upstream import UpstreamResources
 from toolsets.context import CallContext
 from toolsets.errors import PromptNotFound
 from toolsets.resource_uris import rewrite_block
@@ -27,15 +27,15 @@ __all__ = ["Prompts"]
 class Prompts:
     """Prompt listings and gets over every upstream (see the module docstring)."""
 
-    def __init__(self, routes: Routes, guard: Callable[[], SurfaceGuard]) -> None:
+    def __init__(self, routes: Routes, guard: ResourceGuard) -> None:
         self.routes = routes
         self._guard = guard
 
     async def list(self, cursor: str | None, ctx: CallContext) -> types.ListPromptsResult:
         """One page of the prompts ``ctx`` may see."""
-        guard = self._guard()
+        guard = self._guard
 
-        def keep(upstream: UpstreamSurface, prompt: types.Prompt) -> types.Prompt | None:
+        def keep(upstream: UpstreamResources, prompt: types.Prompt) -> types.Prompt | None:
             name = self.routes.exposed_name(upstream.name, prompt.name)
             if not guard.prompt_visible(name, upstream.name, ctx):
                 return None
@@ -65,7 +65,7 @@ class Prompts:
             return await self._get(route, arguments)
 
         try:
-            return await self._guard().get_prompt(name, route.server, arguments, ctx, get)
+            return await self._guard.get_prompt(name, route.server, arguments, ctx, get)
         except PromptNotFound:  # in the server's own terms: hidden and missing get alike
             raise PromptNotFound(name) from None
 
@@ -81,7 +81,7 @@ class Prompts:
         return types.GetPromptResult(description=description, messages=messages, _meta=meta)
 
 
-def _argument(argument: types.PromptArgument, upstream: UpstreamSurface) -> types.PromptArgument:
+def _argument(argument: types.PromptArgument, upstream: UpstreamResources) -> types.PromptArgument:
     limit = upstream.toolset.max_description
     changes = {
         text: served_text(value, limit)

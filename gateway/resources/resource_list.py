@@ -10,15 +10,14 @@ not have is "not found" under the gateway URI, exactly as one the guard hides.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import mcp_types as types
 
-from gateway.resources.guard import SurfaceGuard
+from gateway.resources.guard import ResourceGuard
 from gateway.resources.paging import collect
 from gateway.resources.routes import Route, Routes
-from gateway.resources.upstream import UpstreamSurface
+from gateway.resources.upstream import UpstreamResources
 from toolsets.context import CallContext
 from toolsets.errors import ResourceNotFound
 from toolsets.upstream.sanitize import served_text
@@ -40,7 +39,7 @@ def served_meta(meta: dict[str, Any] | None, server: str) -> dict[str, Any]:
     return {**kept, SERVER_META: server}
 
 
-def served_entry(entry: M, upstream: UpstreamSurface, **changes: Any) -> M:
+def served_entry(entry: M, upstream: UpstreamResources, **changes: Any) -> M:
     """``entry`` of ``upstream`` as served: ``changes`` applied, text escaped and cut, meta."""
     limit = upstream.toolset.max_description
     for text in ("title", "description"):
@@ -54,15 +53,15 @@ def served_entry(entry: M, upstream: UpstreamSurface, **changes: Any) -> M:
 class Resources:
     """Resource listings and reads over every upstream (see the module docstring)."""
 
-    def __init__(self, routes: Routes, guard: Callable[[], SurfaceGuard]) -> None:
+    def __init__(self, routes: Routes, guard: ResourceGuard) -> None:
         self.routes = routes
         self._guard = guard
 
     async def list(self, cursor: str | None, ctx: CallContext) -> types.ListResourcesResult:
         """One page of the resources ``ctx`` may see."""
-        guard = self._guard()
+        guard = self._guard
 
-        def keep(upstream: UpstreamSurface, resource: types.Resource) -> types.Resource | None:
+        def keep(upstream: UpstreamResources, resource: types.Resource) -> types.Resource | None:
             if not guard.resource_visible(resource.uri, upstream.name, ctx):
                 return None
             uri = self.routes.gateway_uri(upstream.name, resource.uri)
@@ -76,10 +75,10 @@ class Resources:
         self, cursor: str | None, ctx: CallContext
     ) -> types.ListResourceTemplatesResult:
         """One page of the resource templates ``ctx`` may see."""
-        guard = self._guard()
+        guard = self._guard
 
         def keep(
-            upstream: UpstreamSurface, template: types.ResourceTemplate
+            upstream: UpstreamResources, template: types.ResourceTemplate
         ) -> types.ResourceTemplate | None:
             if not guard.resource_visible(template.uri_template, upstream.name, ctx):
                 return None
@@ -107,7 +106,7 @@ class Resources:
             return await self._read(route)
 
         try:
-            return await self._guard().read_resource(route.target, route.server, ctx, read)
+            return await self._guard.read_resource(route.target, route.server, ctx, read)
         except ResourceNotFound:  # in the server's own terms: hidden and missing read alike
             raise ResourceNotFound(uri) from None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.resources.upstream import UpstreamSurface
+from gateway.resources.upstream import UpstreamResources
 from toolsets.errors import PromptNotFound, ResourceNotFound
 from toolsets.prefixed import SEPARATOR
 from toolsets.resource_uris import gateway_uri, split_gateway_uri
@@ -31,7 +31,7 @@ class Route:
         target: The server's own URI (or template) or prompt name.
     """
 
-    upstream: UpstreamSurface
+    upstream: UpstreamResources
     prefix: str
     target: str
 
@@ -52,7 +52,7 @@ class Routes:
     def __init__(
         self, upstreams: Mapping[str, MCPServerToolset], prefixes: Mapping[str, str]
     ) -> None:
-        self.upstreams = {name: UpstreamSurface(toolset) for name, toolset in upstreams.items()}
+        self.upstreams = {name: UpstreamResources(toolset) for name, toolset in upstreams.items()}
         self._prefixes = {name: prefixes.get(name, name) for name in upstreams}
         self._by_prefix = {self._prefixes[name]: up for name, up in self.upstreams.items()}
 

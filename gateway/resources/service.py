@@ -1,11 +1,11 @@
-"""`Surface`: the gateway's resources, prompts and completions, over every MCP upstream.
+"""`ResourceService`: the gateway's resources, prompts and completions, over every MCP upstream.
 
-One per `Gateway` (``gw.surface``), shared by its downstream faces: listings, reads, gets and
-completions (`Resources`, `Prompts`, `Completions`), the reference-counted upstream resource
-subscriptions (`Subscriptions`), and the change events the faces relay to their sessions
-(`Relay`): an upstream's ``resources/updated`` (for a URI some session holds, under its gateway
-URI), ``resources/list_changed`` and ``prompts/list_changed``, and a list change whenever an
-upstream that offers resources or prompts comes up or goes away.
+One per `Gateway` (``gw.parts.resources``), shared by its downstream faces: listings, reads, gets
+and completions (`Resources`, `Prompts`, `Completions`), the reference-counted upstream resource
+subscriptions (`Subscriptions`), and the change events each face delivers to its sessions (a
+`ChangeListener`): an upstream's ``resources/updated`` (for a URI some session holds, under its
+gateway URI), ``resources/list_changed`` and ``prompts/list_changed``, and a list change whenever
+an upstream that offers resources or prompts comes up or goes away.
 """
 
 from __future__ import annotations
@@ -25,32 +25,32 @@ from mcp.server.subscriptions import (
 
 from gateway.config.model import GatewayConfig
 from gateway.resources.completions import Completions
-from gateway.resources.guard import SurfaceGuard
+from gateway.resources.guard import ResourceGuard
 from gateway.resources.prompt_list import Prompts
 from gateway.resources.resource_list import Resources
 from gateway.resources.routes import Routes
-from gateway.resources.upstream import UpstreamSurface
+from gateway.resources.upstream import UpstreamResources
 from gateway.resources.upstream_subscriptions import Subscriptions
 from toolsets.upstream.server import MCPServerToolset, UpstreamStatus
 
-__all__ = ["Relay", "Surface"]
+__all__ = ["ChangeListener", "ResourceService"]
 
 log = logging.getLogger("lockgate.surface")
 
 
-class Relay(Protocol):
+class ChangeListener(Protocol):
     """A downstream face's delivery of a change event to its sessions."""
 
     async def __call__(self, event: ServerEvent) -> None: ...
 
 
-class Surface:
+class ResourceService:
     """Resources, prompts and completions of a gateway (see the module docstring).
 
     Args:
         upstreams: The upstream toolsets by server name, in config order.
         prefixes: Each server's prefix by name (names and URIs are served under it).
-        guard: Returns the guard in force (read at each use, so it can be replaced).
+        guard: The policy over what listings show, and each read and get.
         ready: Waits, the first time, for upstreams still making their first connection.
     """
 
@@ -59,7 +59,7 @@ class Surface:
         upstreams: Mapping[str, MCPServerToolset],
         prefixes: Mapping[str, str],
         *,
-        guard: Callable[[], SurfaceGuard],
+        guard: ResourceGuard,
         ready: Callable[[], Awaitable[None]],
     ) -> None:
         self.routes = Routes(upstreams, prefixes)
@@ -69,7 +69,7 @@ class Surface:
         self.subscriptions = Subscriptions(self.routes)
         self.guard = guard
         self.ready = ready
-        self._relays: list[Relay] = []
+        self._listeners: list[ChangeListener] = []
         for toolset in upstreams.values():
             toolset.notification_listeners.append(self._heard)
 
@@ -79,16 +79,16 @@ class Surface:
         config: GatewayConfig,
         upstreams: Mapping[str, MCPServerToolset],
         *,
-        guard: Callable[[], SurfaceGuard],
+        guard: ResourceGuard,
         ready: Callable[[], Awaitable[None]],
-    ) -> Surface:
-        """The surface of ``upstreams``, each served under its configured prefix."""
+    ) -> ResourceService:
+        """The resources of ``upstreams``, each served under its configured prefix."""
         prefixes = {server.name: server.exposed_prefix for server in config.servers}
         return cls(upstreams, prefixes, guard=guard, ready=ready)
 
-    def on_event(self, relay: Relay) -> None:
-        """Deliver every change event to ``relay`` (a downstream face)."""
-        self._relays.append(relay)
+    def on_event(self, listener: ChangeListener) -> None:
+        """Deliver every change event to ``listener`` (a downstream face)."""
+        self._listeners.append(listener)
 
     async def upstream_status(self, server: str, status: UpstreamStatus) -> None:
         """``server`` came up or was lost: what it offers joins or leaves the listings, and
@@ -101,7 +101,7 @@ class Surface:
         elif status == "down":  # not each retry of a server that stays down
             await self._lists_changed(upstream)
 
-    async def _lists_changed(self, upstream: UpstreamSurface) -> None:
+    async def _lists_changed(self, upstream: UpstreamResources) -> None:
         """Whatever lists ``upstream`` offers (all of them when it is down) changed."""
         down = upstream.toolset.client is None
         if down or upstream.offers("resources"):
@@ -125,11 +125,11 @@ class Surface:
         await self._announce(event)
 
     async def _announce(self, event: ServerEvent) -> None:
-        for relay in list(self._relays):
+        for listener in list(self._listeners):
             try:
-                await relay(event)
+                await listener(event)
             except Exception:  # one face must not keep the event from the others
-                log.exception("relaying %r failed", event)
+                log.exception("delivering %r failed", event)
 
     async def __aenter__(self) -> Self:
         await self.subscriptions.__aenter__()

@@ -28,7 +28,7 @@ from mcp_types import SubscriptionsListenResult as ListenResult
 
 from gateway.mcp.listen import SessionListen
 from gateway.resources.routes import Route
-from gateway.resources.service import Surface
+from gateway.resources.service import ResourceService
 from toolsets import _sdk_compat as sdk
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError, ResourceNotFound
@@ -45,9 +45,13 @@ class SessionSubscriptions:
     """Downstream resource subscriptions of one face (see the module docstring)."""
 
     def __init__(
-        self, surface: Surface, *, connections: weakref.WeakSet[Connection], listen: SessionListen
+        self,
+        service: ResourceService,
+        *,
+        connections: weakref.WeakSet[Connection],
+        listen: SessionListen,
     ) -> None:
-        self.surface = surface
+        self.service = service
         self._connections = connections
         self._listen = listen
         self._held: dict[Connection, dict[str, Route]] = {}
@@ -72,25 +76,25 @@ class SessionSubscriptions:
             raise MCPError(INVALID_PARAMS, f"A session holds at most {MAX_HELD} subscriptions.")
         held[uri] = route  # before waiting on the upstream: a second subscribe is a no-op
         try:
-            await self.surface.subscriptions.acquire(route)
+            await self.service.subscriptions.acquire(route)
         except BaseException as exc:
             held.pop(uri, None)
             if isinstance(exc, ResourceNotFound):  # the server's own terms: as a hidden one
                 raise ResourceNotFound(uri) from None
             raise
         if self._held.get(connection) is not held or uri not in held:  # let go meanwhile
-            self.surface.subscriptions.release(route)
+            self.service.subscriptions.release(route)
 
     async def unsubscribe(self, ctx: Ctx, uri: str) -> None:
         """``resources/unsubscribe``: the session lets go of ``uri`` (a no-op if not held)."""
         route = self._held.get(_connection(ctx), {}).pop(uri, None)
         if route is not None:
-            self.surface.subscriptions.release(route)
+            self.service.subscriptions.release(route)
 
     def _drop(self, connection: Connection) -> None:
         """The connection closed: everything it held is let go."""
         for route in self._held.pop(connection, {}).values():
-            self.surface.subscriptions.release(route)
+            self.service.subscriptions.release(route)
 
     async def listen(
         self, ctx: Ctx, params: SubscriptionsListenRequestParams, call: CallContext
@@ -107,24 +111,24 @@ class SessionSubscriptions:
             return await self._listen(ctx, params.model_copy(update={"notifications": honored}))
         finally:
             for route in routes.values():
-                self.surface.subscriptions.release(route)
+                self.service.subscriptions.release(route)
 
     async def _hold(self, uri: str, call: CallContext) -> Route | None:
         try:
             route = self._visible(uri, call)
-            await self.surface.subscriptions.acquire(route)
+            await self.service.subscriptions.acquire(route)
         except LockgateError as exc:  # not acknowledged: the client sees what it holds
             log.info("listen stream: not subscribed to %r: %s", uri, exc)
             return None
         return route
 
     def _visible(self, uri: str, call: CallContext) -> Route:
-        route = self.surface.routes.uri(uri)
-        if not self.surface.guard().resource_visible(route.target, route.server, call):
+        route = self.service.routes.uri(uri)
+        if not self.service.guard.resource_visible(route.target, route.server, call):
             raise ResourceNotFound(uri)
         return route
 
-    async def relay(self, event: ServerEvent) -> None:
+    async def deliver(self, event: ServerEvent) -> None:
         """Tell the sessions of this face about ``event``: an update only those holding it."""
         await self._listen.publish(event)  # each listen stream takes what it asked for
         if isinstance(event, ResourceUpdated):

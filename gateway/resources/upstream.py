@@ -1,12 +1,12 @@
-"""`UpstreamSurface`: the requests beyond tools that lockgate sends one upstream server.
+"""`UpstreamResources`: the requests beyond tools that lockgate sends one upstream server.
 
 Each request goes over the upstream's current session (`MCPServerToolset.client`), in the era
 that session speaks: a 2025-11-25 upstream is subscribed to with ``resources/subscribe``, a
 2026-07-28 one with a ``subscriptions/listen`` stream per resource. What the server did not
 declare (resources, prompts, completions, subscribe) is never asked of it. Every request is
 bounded by the server's timeout; failures become `UpstreamError` naming the server, except that
-what the server does not have is `ResourceNotFound` / `PromptNotFound` in its own terms (the
-surface restates them in the gateway's, as it answers a hidden one).
+what the server does not have is `ResourceNotFound` / `PromptNotFound` in its own terms
+(`ResourceService` restates them in the gateway's, as it answers a hidden one).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolsets.errors import PromptNotFound, ResourceNotFound, UpstreamError, UpstreamRequestError
 from toolsets.upstream.server import MCPServerToolset
 
-__all__ = ["Capability", "ListKind", "UpstreamSurface"]
+__all__ = ["Capability", "ListKind", "UpstreamResources"]
 
 Capability = Literal["resources", "subscribe", "prompts", "completions"]
 ListKind = Literal["resources", "templates", "prompts"]
@@ -44,7 +44,7 @@ MAX_PAGES: Final = 50
 """Pages of a listing read to learn whether the server has an entry, at most."""
 
 
-class UpstreamSurface:
+class UpstreamResources:
     """Resources, prompts and completions of one upstream (see the module docstring)."""
 
     def __init__(self, toolset: MCPServerToolset) -> None:

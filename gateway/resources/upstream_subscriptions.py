@@ -19,7 +19,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from gateway.resources.routes import Route, Routes
-from gateway.resources.upstream import UpstreamSurface
+from gateway.resources.upstream import UpstreamResources
 from gateway.task_owner import TaskOwner
 from toolsets.errors import ResourceNotFound, UpstreamError
 
@@ -72,7 +72,7 @@ class Subscriptions(TaskOwner):
         elif count == 0 and self._tg is not None:
             self._tg.start_soon(self._unsubscribe, route.upstream, route.target)
 
-    async def _unsubscribe(self, upstream: UpstreamSurface, uri: str) -> None:
+    async def _unsubscribe(self, upstream: UpstreamResources, uri: str) -> None:
         async with self._locks[upstream.name]:
             if (upstream.name, uri) in self._counts:  # held again meanwhile
                 return
@@ -88,14 +88,16 @@ class Subscriptions(TaskOwner):
         if self._tg is not None:
             self._tg.start_soon(self._renew, self._routes.upstreams[server], then)
 
-    async def _renew(self, upstream: UpstreamSurface, then: Callable[[], Awaitable[None]]) -> None:
+    async def _renew(
+        self, upstream: UpstreamResources, then: Callable[[], Awaitable[None]]
+    ) -> None:
         try:
             await self._resubscribe(upstream)
             await then()
-        except Exception:  # a background task: the surface carries on
+        except Exception:  # a background task: the service carries on
             log.exception("server %s: renewing after a reconnect failed", upstream.name)
 
-    async def _resubscribe(self, upstream: UpstreamSurface) -> None:
+    async def _resubscribe(self, upstream: UpstreamResources) -> None:
         async with self._locks[upstream.name]:
             for server, uri in list(self._counts):
                 if server != upstream.name:
@@ -111,7 +113,7 @@ class Subscriptions(TaskOwner):
                 if gone and (stream := self._streams.pop((server, uri), None)) is not None:
                     stream.cancel()
 
-    async def _open(self, upstream: UpstreamSurface, uri: str) -> None:
+    async def _open(self, upstream: UpstreamResources, uri: str) -> None:
         if not upstream.offers("subscribe"):  # down (renewed when up), or never offered
             return
         if not upstream.modern:
@@ -120,12 +122,12 @@ class Subscriptions(TaskOwner):
             await self._tg.start(self._stream, upstream, uri)
 
     async def _stream(
-        self, upstream: UpstreamSurface, uri: str, *, task_status: TaskStatus[None]
+        self, upstream: UpstreamResources, uri: str, *, task_status: TaskStatus[None]
     ) -> None:
         """Hold a listen stream for ``uri`` open, reopened with backoff should it end while the
         server is up (a restarted 2026-07-28 server keeps no session to lose); its events reach
-        the surface through the toolset's notification listeners. `tg.start` returns once the
-        first stream is acknowledged, or raises why it was not."""
+        the `ResourceService` through the toolset's notification listeners. `tg.start` returns
+        once the first stream is acknowledged, or raises why it was not."""
         key, delay = (upstream.name, uri), None
         with anyio.CancelScope() as scope:
             try:
@@ -139,7 +141,7 @@ class Subscriptions(TaskOwner):
 
     async def _listen(
         self,
-        upstream: UpstreamSurface,
+        upstream: UpstreamResources,
         uri: str,
         scope: anyio.CancelScope,
         task_status: TaskStatus[None],

@@ -15,7 +15,7 @@ import ast
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio.from_thread
 import anyio.lowlevel
@@ -26,8 +26,17 @@ from policies.decider import SessionSource
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError
 from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
 
-__all__ = ["HOST_MODULES", "CallTool", "Dispatch", "Run", "host_modules_used", "result_value"]
+__all__ = [
+    "HOST_MODULES",
+    "CallTool",
+    "Dispatch",
+    "Run",
+    "ToolCalls",
+    "host_modules_used",
+    "result_value",
+]
 
 HOST_MODULES: Final = ("tools", "async_tools", "ctx")
 
@@ -40,7 +49,20 @@ def host_modules_used(text: str) -> tuple[str, ...]:
 
 
 CallTool = Callable[[str, Mapping[str, Any], CallContext], Awaitable[ToolResult]]
-"""`gateway.Gateway.call_tool`: the top of the chain."""
+"""A tool call entering the chain at its top (`ToolCalls.call_tool`)."""
+
+
+class ToolCalls(Protocol):
+    """The top of the gateway's call chain (`gateway.runtime.CallEntry`), where a script's
+    sub-calls enter as its caller and where it lists what that caller may call."""
+
+    async def tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        """The tools visible to ``ctx`` by exposed name."""
+        ...
+
+    async def call_tool(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+        """Call ``name`` through the whole chain, as the caller in ``ctx``."""
+        ...
 
 
 def result_value(result: ToolResult) -> Any:

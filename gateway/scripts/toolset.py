@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gateway.config.scripts import ScriptConfig, ScriptLimits
-from gateway.scripts.host import CallTool, Dispatch, Run, host_modules_used
+from gateway.scripts.host import Dispatch, Run, ToolCalls, host_modules_used
 from gateway.scripts.runtime import Sandbox, ScriptFailed
 from gateway.scripts.source import ScriptSource, run_description, run_schema
 from policies.decider import SessionSource
@@ -29,7 +29,6 @@ MAX_DEPTH: Final = 4
 """How deep scripts may call scripts (each level through the whole gateway)."""
 ARGS: Final = "__lockgate_args__"
 """The global a run's inputs are bound to."""
-Visible = Callable[[CallContext], Awaitable[Mapping[str, ToolDef]]]
 
 
 def _is_async(source: ScriptSource, function: str) -> bool:
@@ -52,13 +51,12 @@ def as_result(value: Any) -> ToolResult:
 
 @dataclass
 class ScriptHost:
-    """What runs need of the gateway: the sandbox, sessions, and (bound once the gateway is
-    built) its ``call_tool`` and listing."""
+    """What runs need of the gateway: the sandbox, sessions, and the top of the call chain
+    (where sub-calls enter as the script's caller)."""
 
     sandbox: Sandbox
     sessions: SessionSource
-    call: CallTool | None = None
-    visible: Visible | None = None
+    calls: ToolCalls
     depths: dict[str, int] = field(default_factory=dict)
 
     async def run(
@@ -74,17 +72,15 @@ class ScriptHost:
         """Evaluate ``expression`` after ``source``, as the caller in ``ctx``.
 
         Raises:
-            ScriptFailed: it raised, hit a limit, or the gateway is not bound yet.
+            ScriptFailed: it raised or hit a limit.
         """
-        if self.call is None or self.visible is None:
-            raise ScriptFailed(f"{name}: the gateway is not running")
         parent = self.depths.get(ctx.parent_call_id or "", 0)
         if parent >= MAX_DEPTH:
             raise ScriptFailed(f"{name}: scripts calling scripts nest at most {MAX_DEPTH} deep")
-        run = Run(name, ctx, self.call, self.sessions, limits.sub_calls)
+        run = Run(name, ctx, self.calls.call_tool, self.sessions, limits.sub_calls)
         used = host_modules_used(f"{source.text}\n{expression}")
         calls_tools = "tools" in used or "async_tools" in used
-        names = tuple(n for n in await self.visible(ctx) if n != name) if calls_tools else ()
+        names = tuple(n for n in await self.calls.tools(ctx) if n != name) if calls_tools else ()
         principal = ctx.principal
         key = (source, limits, principal.id, principal.tenant, ctx.session_id, used, names)
         self.depths[ctx.call_id] = parent + 1

@@ -1,92 +1,74 @@
-"""Building the toolset chain from the config: the one place where the layers are wired.
+"""Building a gateway's parts from the config: the one place where the layers are wired.
 
-``Filtered( Validating( Policy( RateLimited( ApprovalRequired( Events( Pinned( Combined(
-Prefixed(ResourceLinks(MCPServer))..., functions, external ))))))))``
+``compose`` builds, in order: the stores and the policy, the served catalogue
+(``Pinned( Combined( Prefixed(ResourceLinks(MCPServer))..., functions, scripts, external ))``),
+the approval service over it, the call chain on top (`gateway.wiring.chain`), and the parts a
+running gateway needs beside it (readiness, catalogue changes, resources, relay).
+
+Nothing is bound after it is built. Where a part calls back into what holds it, the caller is
+built first and builds the part with itself in hand: the chain's script tools re-enter the chain
+at its top (`gateway.runtime.CallEntry` builds the chain); a pending store tells the approval
+service over it of each expiry (`_Expiries` builds the service). Upstreams, built inside the
+catalogue that the followers read, report to `UpstreamSignals`, which the followers subscribe to.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gateway.approvals.grant_store import GrantStore
-from gateway.approvals.holding import HeldCalls, Holding
+from gateway.approvals.holding import Holding
 from gateway.approvals.pending import PendingCall
-from gateway.approvals.refusals import Refusals
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
-from gateway.approvals.store import PendingListener, PendingStore
+from gateway.approvals.store import PendingListener
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig, function_specs
-from gateway.events.bus import EventBus
-from gateway.events.calls import BusObserver
 from gateway.events.recorder import Recorder
-from gateway.memory.grants import MemoryGrantStore
-from gateway.memory.pending import MemoryPendingStore
-from gateway.memory.pins import MemoryPinStore
-from gateway.memory.rate_counter import MemoryRateCounter
-from gateway.memory.sessions import MemorySessionStore
+from gateway.mcp.relay import Relay
 from gateway.metrics import Metrics
-from gateway.pins import PinStore, ToolPins
-from gateway.resources.policy_guard import PolicySurfaceGuard
+from gateway.pins import ToolPins
+from gateway.resources.policy_guard import PolicyResourceGuard
+from gateway.resources.service import ResourceService
+from gateway.runtime.catalogue import CatalogueWatch
+from gateway.runtime.parts import Parts
+from gateway.runtime.readiness import Readiness
+from gateway.runtime.signals import UpstreamSignals
+from gateway.scripts.host import ToolCalls
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.sessions.group_loaders import GroupLoaders
-from gateway.sqlite.grants import SQLiteGrantStore
-from gateway.sqlite.pending import SQLitePendingStore
-from gateway.sqlite.pins import SQLitePinStore
-from gateway.sqlite.sessions import SQLiteSessionStore
-from gateway.wiring.events import EventParts, event_parts, folder_for
-from gateway.wiring.external import EXTERNAL_SERVER, external_toolset
-from gateway.wiring.scripts import has_scripts, script_hooks, script_host, script_toolset
+from gateway.wiring.chain import call_chain
+from gateway.wiring.events import event_parts
+from gateway.wiring.external import external_toolset
+from gateway.wiring.scripts import script_hooks, script_host, script_toolset
+from gateway.wiring.stores import (
+    grant_store,
+    pending_store,
+    pin_store,
+    rate_counter,
+    session_book,
+    shared_backend,
+)
 from gateway.wiring.upstreams import build_upstream
-from policies import PolicyDecider, PolicyEngine, PolicyHolder
-from toolsets.abstract import ToolsChangedHandler, Toolset
-from toolsets.approval_required import ApprovalRequiredToolset
+from policies import PolicyEngine, PolicyHolder
+from toolsets.abstract import Toolset
 from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
 from toolsets.errors import ConfigError, ConfigIssue
-from toolsets.events import EventsToolset
-from toolsets.filtered import FilteredToolset
 from toolsets.functions.toolset import FunctionTool, FunctionToolset, import_function
-from toolsets.hooked import CallHooks, HookedToolset
 from toolsets.pinned import PinnedToolset
-from toolsets.policy import PolicyToolset
 from toolsets.prefixed import PrefixedToolset
-from toolsets.rate_limited import RateLimitedToolset
-from toolsets.rates import RateCounter
 from toolsets.resource_links import ResourceLinksToolset
 from toolsets.tooldef import ToolDef
-from toolsets.upstream.server import MCPServerToolset, StatusHandler
-from toolsets.validated import SchemaValidators, ValidatingToolset
+from toolsets.upstream.server import MCPServerToolset
+from toolsets.validated import SchemaValidators
 
 if TYPE_CHECKING:
     from gateway.postgres.backend import PostgresBackend
 
-__all__ = ["Parts", "compose"]
-
-
-@dataclass(slots=True)
-class Parts:
-    """Everything a running gateway is made of."""
-
-    events: EventParts
-    metrics: Metrics
-    policy: PolicyHolder
-    approvals: ApprovalService
-    holding: Holding
-    sealer: RequestStateSealer
-    combined: CombinedToolset
-    pins: ToolPins
-    sessions: SessionBook
-    scripts: ScriptHost | None
-    served: Toolset
-    decider: PolicyDecider
-    upstreams: dict[str, MCPServerToolset]
-    root: Toolset
-    surface_guard: PolicySurfaceGuard
+__all__ = ["compose"]
 
 
 def _policy(config: GatewayConfig) -> PolicyHolder:
@@ -97,68 +79,18 @@ def _policy(config: GatewayConfig) -> PolicyHolder:
 
 
 class _Expiries:
-    """Announces each expiry, whichever store operation found the call overdue and recorded it."""
+    """Announces each expiry, whichever store operation found the call overdue and recorded it.
 
-    service: ApprovalService | None = None
+    The store tells it; it announces through the service over that store: so it builds the
+    service (``service(listener)``, the listener being itself) and holds it from the start.
+    """
+
+    def __init__(self, service: Callable[[PendingListener], ApprovalService]) -> None:
+        self.service = service(self)
 
     async def __call__(self, call: PendingCall) -> None:
-        if call.state == "expired" and self.service is not None:
+        if call.state == "expired":
             await self.service.announce(call)
-
-
-def _shared(config: GatewayConfig) -> PostgresBackend | None:
-    """The PostgreSQL backend when ``storage.backend`` selects it: every shared store on it."""
-    if config.storage.backend != "postgres":
-        return None
-    try:
-        from gateway.postgres.backend import PostgresBackend
-    except ImportError as exc:
-        issue = ConfigIssue("", None, None, "storage.backend", f"postgres needs {exc.name!r}")
-        raise ConfigError([issue]) from None  # install with: pip install 'lockgate[postgres]'
-    return PostgresBackend.from_config(config)
-
-
-def _store(
-    config: GatewayConfig, listener: PendingListener, shared: PostgresBackend | None
-) -> PendingStore:
-    if shared is not None:
-        return shared.pending_store(listener)
-    if config.approvals.store == "memory":
-        return MemoryPendingStore(listener=listener)
-    path = config.resolve(config.approvals.path)
-    folder_for(path, "approvals.path")
-    return SQLitePendingStore(path, listener=listener)
-
-
-def _pin_store(config: GatewayConfig, shared: PostgresBackend | None) -> PinStore:
-    """Pins live beside the pending calls: in memory, the same SQLite file, or PostgreSQL."""
-    if shared is not None:
-        return shared.pin_store()
-    if config.approvals.store == "memory":
-        return MemoryPinStore()
-    return SQLitePinStore(config.resolve(config.approvals.path))
-
-
-def _grant_store(config: GatewayConfig, shared: PostgresBackend | None) -> GrantStore:
-    """Grants live beside the pending calls: in memory, the same SQLite file, or PostgreSQL."""
-    if shared is not None:
-        return shared.grant_store()
-    if config.approvals.store == "memory":
-        return MemoryGrantStore()
-    return SQLiteGrantStore(config.resolve(config.approvals.path))
-
-
-def _sessions(
-    config: GatewayConfig, shared: PostgresBackend | None, policy: PolicyHolder
-) -> SessionBook:
-    """Session state lives beside the pending calls: in memory, the same SQLite file, or
-    PostgreSQL (read and written through while decisions read it, for replicas)."""
-    if shared is not None:
-        scripted = has_scripts(config)
-        return shared.session_book(lambda: scripted or policy.current.uses_session)
-    if config.approvals.store == "memory":
-        return SessionBook(MemorySessionStore())
-    return SessionBook(SQLiteSessionStore(config.resolve(config.approvals.path)))
 
 
 def _pins(
@@ -168,7 +100,7 @@ def _pins(
     shared: PostgresBackend | None,
 ) -> ToolPins:
     return ToolPins(
-        _pin_store(config, shared),
+        pin_store(config, shared),
         servers=servers,
         on_change=config.pins.on_change,
         on_metadata_change=config.pins.on_metadata_change,
@@ -202,8 +134,7 @@ def _functions(config: GatewayConfig, server: ServerConfig) -> FunctionToolset:
 
 def _children(
     config: GatewayConfig,
-    on_changed: ToolsChangedHandler,
-    on_status: StatusHandler,
+    signals: UpstreamSignals,
     upstreams: dict[str, MCPServerToolset],
     host: ScriptHost | None,
 ) -> list[Toolset]:
@@ -214,53 +145,17 @@ def _children(
         if server.transport == "python":
             local: Toolset = _functions(config, server)
         elif server.transport == "script":
-            assert host is not None  # a script server makes `_script_host` build one
+            assert host is not None  # a script server makes `script_host` build one
             local = script_toolset(config, index, host)
         else:
             upstream = upstreams[server.name] = build_upstream(
-                config, server, on_tools_changed=on_changed, on_status=on_status
+                config, server, on_tools_changed=signals.tools_changed, on_status=signals.status
             )
             local = ResourceLinksToolset(upstream, server.exposed_prefix)  # URIs as names
         children.append(PrefixedToolset(local, server.exposed_prefix))
     if config.external_tools:
         children.append(external_toolset(config.external_tools))
     return children
-
-
-def _rate_counter(shared: PostgresBackend | None) -> RateCounter:
-    """Rate-limit counters: shared by the replicas on PostgreSQL, else in this process."""
-    return shared.rate_counter() if shared is not None else MemoryRateCounter()
-
-
-def _chain(
-    config: GatewayConfig,
-    served: Toolset,
-    bus: EventBus,
-    approvals: ApprovalService,
-    validators: SchemaValidators,
-    *,
-    sessions: SessionBook,
-    hooks: CallHooks | None,
-    holding: Holding,
-    rates: RateCounter,
-) -> tuple[Toolset, PolicyDecider]:
-    """The call chain over ``served``, and its hide predicate; each step is one wrapper in
-    ``toolsets/``, and the order below is the order a call passes them (docs/architecture.md)."""
-    refuse = Refusals(approvals.record)
-    interval = config.approvals.progress_interval
-    held = HeldCalls(approvals, refuse, progress_interval=interval, holding=holding)
-    decider = PolicyDecider(
-        approvals.policy, sessions, deferred_servers=frozenset({EXTERNAL_SERVER})
-    )
-    observer = BusObserver(bus)
-    chain: Toolset = EventsToolset(served, observer)
-    chain = ApprovalRequiredToolset(chain, held)
-    chain = RateLimitedToolset(chain, rates, observer)
-    chain = PolicyToolset(chain, decider, refuse)
-    if hooks is not None:
-        chain = HookedToolset(chain, hooks, validators)
-    chain = ValidatingToolset(chain, validators)
-    return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
 
 
 def _approvals(
@@ -271,44 +166,48 @@ def _approvals(
     validators: SchemaValidators,
     sessions: SessionBook,
     served: Toolset,
-    warm_up: Callable[[], Awaitable[None]],
+    readiness: Readiness,
     shared: PostgresBackend | None,
 ) -> ApprovalService:
     """The approval service over its pending store (which announces each expiry through it);
-    it looks tools up in the ``served`` catalogue, after the first ``warm_up``."""
+    it looks tools up in the ``served`` catalogue, after the first warm-up."""
 
     async def catalogue() -> dict[str, ToolDef]:
-        await warm_up()
+        await readiness.warm_up()
         return await served.get_tools(CallContext())
 
-    expiries = _Expiries()
-    approvals = ApprovalService(
-        _store(config, expiries, shared),
-        policy,
-        catalogue=catalogue,
-        record=recorder.record,
-        validators=validators,
-        sessions=sessions,
-        max_pending=config.approvals.max_pending_per_principal,
-        grant_store=_grant_store(config, shared),
-    )
-    expiries.service = approvals
-    return approvals
+    def service(listener: PendingListener) -> ApprovalService:
+        return ApprovalService(
+            pending_store(config, listener, shared),
+            policy,
+            catalogue=catalogue,
+            record=recorder.record,
+            validators=validators,
+            sessions=sessions,
+            max_pending=config.approvals.max_pending_per_principal,
+            grant_store=grant_store(config, shared),
+        )
+
+    return _Expiries(service).service
 
 
-def _call_side(
-    config: GatewayConfig,
-    served: Toolset,
-    events: EventParts,
-    policy: PolicyHolder,
-    *,
-    sessions: SessionBook,
-    host: ScriptHost | None,
-    shared: PostgresBackend | None,
-    warm_up: Callable[[], Awaitable[None]],
-) -> tuple[ApprovalService, Holding, Toolset, PolicyDecider]:
-    """What a call passes over the ``served`` catalogue: the approval service, the calls held
-    for it, and the call chain with its hide predicate."""
+def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset] = ()) -> Parts:
+    """Build (but do not start) the gateway's parts from ``config``; script tools and hooks
+    call tools through ``calls``, the top of the chain (`gateway.runtime.CallEntry`)."""
+    shared = shared_backend(config)
+    policy = _policy(config)
+    sessions = session_book(config, shared, policy)
+    host = script_host(config, sessions, calls)
+    signals = UpstreamSignals()
+    upstreams: dict[str, MCPServerToolset] = {}
+    children = _children(config, signals, upstreams, host)
+    combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
+    events = event_parts(config, shared)
+    pins = _pins(config, events.recorder, list(upstreams), shared)
+    served = PinnedToolset(combined, pins)
+    readiness = Readiness(upstreams, startup_wait=config.startup_wait, served=served, policy=policy)
+    catalogue = CatalogueWatch(served, events.bus, readiness)
+    signals.follow(changed=catalogue.changed)
     validators = SchemaValidators()
     approvals = _approvals(
         config,
@@ -317,48 +216,22 @@ def _call_side(
         validators=validators,
         sessions=sessions,
         served=served,
-        warm_up=warm_up,
+        readiness=readiness,
         shared=shared,
     )
-    hooks = script_hooks(config, host) if host is not None else None
     holding = Holding()
-    root, decider = _chain(
-        config,
+    root, decider = call_chain(
         served,
         events.bus,
         approvals,
         validators,
         sessions=sessions,
-        hooks=hooks,
+        hooks=script_hooks(config, host) if host is not None else None,
         holding=holding,
-        rates=_rate_counter(shared),
+        rates=rate_counter(shared),
+        progress_interval=config.approvals.progress_interval,
     )
-    return approvals, holding, root, decider
-
-
-def compose(
-    config: GatewayConfig,
-    *,
-    on_changed: ToolsChangedHandler,
-    on_status: StatusHandler,
-    warm_up: Callable[[], Awaitable[None]],
-    extra: Sequence[Toolset] = (),
-) -> Parts:
-    """Build (but do not start) the gateway's parts from ``config``; ``warm_up`` waits, the first
-    time, for upstreams still making their first connection (see `Gateway.tools`)."""
-    upstreams: dict[str, MCPServerToolset] = {}
-    shared = _shared(config)
-    policy = _policy(config)
-    sessions = _sessions(config, shared, policy)
-    host = script_host(config, sessions)
-    children = _children(config, on_changed, on_status, upstreams, host)
-    combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
-    events = event_parts(config, shared)
-    pins = _pins(config, events.recorder, list(upstreams), shared)
-    served = PinnedToolset(combined, pins)
-    approvals, holding, root, decider = _call_side(
-        config, served, events, policy, sessions=sessions, host=host, shared=shared, warm_up=warm_up
-    )
+    guard = PolicyResourceGuard(approvals, events.recorder, sessions=sessions, holding=holding)
     return Parts(
         events=events,
         metrics=Metrics(),
@@ -366,15 +239,20 @@ def compose(
         approvals=approvals,
         holding=holding,
         sealer=_sealer(config),
-        combined=combined,
         pins=pins,
         sessions=sessions,
         scripts=host,
-        served=served,
-        decider=decider,
         upstreams=upstreams,
+        signals=signals,
+        combined=combined,
+        served=served,
         root=root,
-        surface_guard=PolicySurfaceGuard(
-            approvals, events.recorder, sessions=sessions, holding=holding
+        decider=decider,
+        readiness=readiness,
+        catalogue=catalogue,
+        resource_guard=guard,
+        resources=ResourceService.for_config(
+            config, upstreams, guard=guard, ready=readiness.warm_up
         ),
+        relay=Relay(upstreams),
     )

@@ -3,15 +3,14 @@ PostgreSQL backend) the cluster's event log and webhook claims.
 
 Embedded (the default): one in-process bus, a SQLite audit log per process. On PostgreSQL every
 replica appends its events to one shared log and reads every replica's events back into
-`EventParts.stream` (what SSE subscribers and webhooks read), the audit chain is one table, and
-each webhook delivery is claimed by one replica (see `gateway.postgres.event_log`).
+`gateway.runtime.EventParts.stream` (what SSE subscribers and webhooks read), the audit chain is
+one table, and each webhook delivery is claimed by one replica (see `gateway.postgres.event_log`).
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,40 +19,13 @@ from gateway.audit.sink import AuditSink, AuditWriter
 from gateway.config.model import GatewayConfig
 from gateway.events.bus import EventBus
 from gateway.events.recorder import Recorder
-from gateway.events.webhooks import Claim
+from gateway.runtime.parts import EventParts
 from toolsets.errors import LockgateError
 
 if TYPE_CHECKING:
     from gateway.postgres.backend import PostgresBackend
-    from gateway.postgres.event_log import EventLog
 
-__all__ = ["EventParts", "event_parts", "folder_for"]
-
-
-@dataclass(frozen=True, slots=True)
-class EventParts:
-    """What `event_parts` built.
-
-    Attributes:
-        bus: This process's bus: every event it publishes.
-        audit: The audit log, when enabled.
-        audit_sink: Appends bus events to ``audit``.
-        recorder: Publishes events, writing decisions through to the audit log first.
-        cluster: The shared event log (PostgreSQL backend only).
-        claims: Decides which replica delivers each webhook event (PostgreSQL backend only).
-    """
-
-    bus: EventBus
-    audit: AuditWriter | None
-    audit_sink: AuditSink | None
-    recorder: Recorder
-    cluster: EventLog | None = None
-    claims: Claim | None = None
-
-    @property
-    def stream(self) -> EventBus:
-        """What subscribers read: every replica's events in one order, or this process's."""
-        return self.bus if self.cluster is None else self.cluster.feed
+__all__ = ["event_parts", "folder_for"]
 
 
 def folder_for(path: Path, key: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gateway.config.model import GatewayConfig
 from gateway.scripts.hooks import ScriptHooks
+from gateway.scripts.host import ToolCalls
 from gateway.scripts.runtime import Sandbox
 from gateway.scripts.source import read_source
 from gateway.scripts.toolset import ScriptHost, ScriptToolset
@@ -17,14 +18,17 @@ def has_scripts(config: GatewayConfig) -> bool:
     return bool(config.hooks) or any(s.transport == "script" for s in config.enabled_servers())
 
 
-def script_host(config: GatewayConfig, sessions: SessionSource) -> ScriptHost | None:
-    """The sandbox and what runs need, when the config has scripts or hooks (else no workers)."""
+def script_host(
+    config: GatewayConfig, sessions: SessionSource, calls: ToolCalls
+) -> ScriptHost | None:
+    """The sandbox and what runs need, when the config has scripts or hooks (else no workers);
+    sub-calls enter the chain at ``calls``, its top."""
     if not has_scripts(config):
         return None
     servers = [s for s in config.enabled_servers() if s.transport == "script"]
     timeouts = [s.limits.timeout for server in servers for s in server.scripts]
     longest = max([*timeouts, *(h.limits.timeout for h in config.hooks)])
-    return ScriptHost(Sandbox(config.sandbox, longest=longest), sessions)
+    return ScriptHost(Sandbox(config.sandbox, longest=longest), sessions, calls)
 
 
 def script_toolset(config: GatewayConfig, index: int, host: ScriptHost) -> ScriptToolset:

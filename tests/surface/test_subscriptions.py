@@ -98,7 +98,7 @@ async def test_one_upstream_subscription_serves_every_holder_until_the_last_goes
     surface_config: Path, served: Served, prefix: str
 ) -> None:
     shared = uri(prefix, "echo://notes/shared")
-    held = served.gateway.surface.subscriptions.held
+    held = served.gateway.parts.resources.subscriptions.held
     legacy, modern = (Face("http", mode) for mode in ("legacy", "auto"))
 
     async with _other(modern, surface_config, served) as (last, news):
@@ -114,7 +114,7 @@ async def test_one_upstream_subscription_serves_every_holder_until_the_last_goes
 async def test_a_session_that_goes_away_lets_go_of_what_it_held(
     surface_config: Path, served: Served
 ) -> None:
-    held = served.gateway.surface.subscriptions.held
+    held = served.gateway.parts.resources.subscriptions.held
 
     async with _other(Face("http", "legacy"), surface_config, served) as (client, _):
         await subscribe(client, uri("old", "echo://notes/left"))

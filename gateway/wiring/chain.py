@@ -1,0 +1,58 @@
+"""The call chain: one wrapper of `toolsets/` per step, in the order a call passes them.
+
+``Filtered( Validating( [Hooked(] Policy( RateLimited( ApprovalRequired( Events( served ))))))``
+over the served catalogue, ``Pinned( Combined( Prefixed(ResourceLinks(MCPServer)), ...))``
+(`gateway.wiring.compose`). docs/architecture.md draws it; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from gateway.approvals.holding import HeldCalls, Holding
+from gateway.approvals.refusals import Refusals
+from gateway.approvals.service import ApprovalService
+from gateway.events.bus import EventBus
+from gateway.events.calls import BusObserver
+from gateway.sessions.book import SessionBook
+from gateway.wiring.external import EXTERNAL_SERVER
+from policies import PolicyDecider
+from toolsets.abstract import Toolset
+from toolsets.approval_required import ApprovalRequiredToolset
+from toolsets.events import EventsToolset
+from toolsets.filtered import FilteredToolset
+from toolsets.hooked import CallHooks, HookedToolset
+from toolsets.policy import PolicyToolset
+from toolsets.rate_limited import RateLimitedToolset
+from toolsets.rates import RateCounter
+from toolsets.validated import SchemaValidators, ValidatingToolset
+
+__all__ = ["call_chain"]
+
+
+def call_chain(
+    served: Toolset,
+    bus: EventBus,
+    approvals: ApprovalService,
+    validators: SchemaValidators,
+    *,
+    sessions: SessionBook,
+    hooks: CallHooks | None,
+    holding: Holding,
+    rates: RateCounter,
+    progress_interval: float,
+) -> tuple[Toolset, PolicyDecider]:
+    """The call chain over ``served`` (its top), and its hide predicate; the order below is the
+    order a call passes the wrappers, innermost first."""
+    refuse = Refusals(approvals.record)
+    held = HeldCalls(approvals, refuse, progress_interval=progress_interval, holding=holding)
+    decider = PolicyDecider(
+        approvals.policy, sessions, deferred_servers=frozenset({EXTERNAL_SERVER})
+    )
+    observer = BusObserver(bus)
+    chain: Toolset = EventsToolset(served, observer)
+    chain = ApprovalRequiredToolset(chain, held)
+    chain = RateLimitedToolset(chain, rates, observer)
+    chain = PolicyToolset(chain, decider, refuse)
+    if hooks is not None:
+        chain = HookedToolset(chain, hooks, validators)
+    chain = ValidatingToolset(chain, validators)
+    return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
