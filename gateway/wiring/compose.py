@@ -128,7 +128,11 @@ def _functions(config: GatewayConfig, server: ServerConfig) -> FunctionToolset:
         for spec in function_specs(server)
     ]
     return FunctionToolset(
-        tools, server=server.name, timeout=server.timeout, default_timeout=config.call_timeout
+        tools,
+        server=server.name,
+        timeout=server.timeout,
+        default_timeout=config.call_timeout,
+        max_result_bytes=server.max_result_bytes,
     )
 
 

@@ -81,3 +81,39 @@ def test_a_bad_import_path_is_a_config_error_at_its_line(tmp_path: Path) -> None
     assert [issue.key for issue in issues] == ["servers.1.functions.1", "servers.1.functions.2"]
     assert all(issue.line is not None for issue in issues)
     assert "no attribute 'nope'" in issues[0].message
+
+
+BIG = '''
+def sized(kib: int) -> str:
+    """A text of ``kib`` KiB."""
+    return "x" * (kib * 1024)
+
+
+def sized_json(kib: int) -> dict[str, str]:
+    """A structured result of ``kib`` KiB."""
+    return {"data": "x" * (kib * 1024)}
+'''
+
+
+@pytest.mark.parametrize("function", ["sized", "sized_json"])
+async def test_max_result_bytes_bounds_a_local_function_result_like_any_upstream(
+    tmp_path: Path, function: str
+) -> None:
+    (tmp_path / "big_tools.py").write_text(textwrap.dedent(BIG))
+    server = {
+        "name": "local",
+        "transport": "python",
+        "functions": [f"big_tools:{function}"],
+        "max_result_bytes": 64 * 1024,
+    }
+    config = write_config(tmp_path, [server])
+    async with Gateway.from_config(config) as gateway:
+        small = await gateway.call_tool(f"local__{function}", {"kib": 8})
+        big = await gateway.call_tool(f"local__{function}", {"kib": 2048})
+
+    assert not small.is_error
+    assert big.is_error
+    text = big.first_text()
+    assert "max_result_bytes" in text
+    assert str(64 * 1024) in text
+    assert len(text) < 1000

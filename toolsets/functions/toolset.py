@@ -15,6 +15,7 @@ import anyio.to_thread
 from mcp_types import TextContent
 from pydantic import ValidationError
 
+from toolsets import jsonwire
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
 from toolsets.errors import ImportPathError, ToolNotFoundError
@@ -120,6 +121,7 @@ class FunctionToolset(Toolset):
         timeout: float | None = None,
         default_timeout: float | None = None,
         session_state: SessionStateProvider | None = None,
+        max_result_bytes: int | None = None,
     ) -> None:
         """Create the toolset.
 
@@ -129,11 +131,14 @@ class FunctionToolset(Toolset):
             timeout: Seconds allowed to each call, unless the tool sets its own.
             default_timeout: The gateway default, used when neither tool nor toolset sets one.
             session_state: Gives the session state object passed as `ToolContext.session`.
+            max_result_bytes: The largest result relayed, in bytes of MCP JSON (the server's
+                ``max_result_bytes``, as over every other transport); None: no limit.
         """
         self._server = server
         self._timeout = _checked_timeout(timeout)
         self._default_timeout = _checked_timeout(default_timeout)
         self._session_state = session_state
+        self._max_result_bytes = max_result_bytes
         self._tools: dict[str, FunctionTool] = {}
         self._defs: dict[str, ToolDef] = {}
         for function in functions:
@@ -265,7 +270,8 @@ class FunctionToolset(Toolset):
             return ToolResult.error(_invalid_arguments(name, exc))
         timeout = self._timeout_for(function)
         with anyio.move_on_after(timeout):
-            return await _execute(function, call_args, call_kwargs, ctx)
+            result = await _execute(function, call_args, call_kwargs, ctx)
+            return _bounded(name, result, self._max_result_bytes)
         logger.warning("tool %r timed out after %s s (call %s)", name, timeout, ctx.call_id)
         return ToolResult.error(f"Tool {name!r} timed out after {timeout} s")
 
@@ -331,6 +337,22 @@ def _to_result(tool: FunctionTool, value: Any) -> ToolResult:
     text = json.dumps(jsonable, ensure_ascii=False)
     structured = {"result": jsonable} if wrap else jsonable
     return ToolResult(content=(TextContent(type="text", text=text),), structured_content=structured)
+
+
+def _bounded(name: str, result: ToolResult, limit: int | None) -> ToolResult:
+    """``result``, or an error naming the limit when its MCP JSON is over ``limit`` bytes (text
+    longer than the limit is refused before anything is encoded)."""
+    if limit is None:
+        return result
+    text = sum(len(block.get("text", "")) for block in result.wire.get("content", ()))
+    size = text if text > limit else len(jsonwire.dumps(result.wire))
+    if size <= limit:
+        return result
+    logger.warning("tool %r returned %d bytes or more, over max_result_bytes %d", name, size, limit)
+    return ToolResult.error(
+        f"Tool {name!r} returned {size} bytes or more, over the gateway's limit of {limit} "
+        "bytes (max_result_bytes); not relayed"
+    )
 
 
 def _invalid_arguments(name: str, exc: ValidationError) -> str:
