@@ -1,5 +1,7 @@
-"""The calling user decides a held call: asked over its own client, when the rule names
-``caller`` and the client declared elicitation."""
+"""The calling user decides a held call, whatever the face: whether the caller is asked (the rule
+names ``caller`` and its client declared elicitation), asking it through the call's elicitation
+callback, and applying its answer as a decision. How the question travels over MCP (legacy
+``elicitation/create``, a 2026-07-28 ``InputRequiredResult``) is `gateway.mcp.caller_decision`."""
 
 from __future__ import annotations
 

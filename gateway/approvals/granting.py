@@ -9,16 +9,15 @@ import builtins
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 from gateway.approvals.access import may_see
 from gateway.approvals.errors import DecisionInvalid, GrantNotFound
 from gateway.approvals.grant_store import GrantStore
 from gateway.approvals.grants import Grant, GrantRequest, Match
 from gateway.approvals.pending import PendingCall
+from gateway.approvals.recording import ApprovalRecorder
 from gateway.approvals.store import PendingStore
 from gateway.events import tool_events as events
-from gateway.events.model import Event
 from policies.durations import format_duration
 from toolsets.context import CallContext, Principal
 from toolsets.decision import DEFAULT_GRANT_MAX, Decision
@@ -28,10 +27,6 @@ from toolsets.tooldef import ToolDef
 __all__ = ["Grants"]
 
 log = logging.getLogger("lockgate.approvals")
-
-
-class _Record(Protocol):
-    async def __call__(self, event: Event) -> None: ...
 
 
 class Grants:
@@ -48,7 +43,7 @@ class Grants:
         self,
         store: GrantStore,
         calls: PendingStore,
-        record: _Record,
+        record: ApprovalRecorder,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -94,7 +94,7 @@ class HeldCalls:
     ) -> ToolResult | Approved | Granted:
         decision = ctx.decision
         assert decision is not None  # the policy step decided before the approval step
-        found = await self.service.reusable(tool, args, ctx)
+        found = await self.service.openings.reusable(tool, args, ctx)
         if found is None or found.state == "pending":  # a decided re-issue is answered by it
             grant = await self.service.grants.covering(tool, ctx, decision)
             if grant is not None:
@@ -102,7 +102,7 @@ class HeldCalls:
         if needs_back_channel(decision, ctx):
             raise BackChannelRequired(tool.name)
         try:
-            call = found or await self.service.open(tool, args, ctx, decision)
+            call = found or await self.service.openings.open(tool, args, ctx, decision)
         except TooManyPending as exc:
             return await self.refuse(tool, args, ctx, str(exc))
         with self.holding.holding(call.id):
@@ -161,14 +161,14 @@ class HeldCalls:
                     anyio.CancelScope(shield=True),
                     contextlib.suppress(PendingConflict, PendingNotFound),
                 ):
-                    await self.service.cancel(call.id, by=call.principal, channel="client")
+                    await self.service.outcomes.cancel(call.id, by=call.principal, channel="client")
             raise
         return call
 
     async def _claim(
         self, call: PendingCall, tool: ToolDef, ctx: CallContext, hold: float
     ) -> ToolResult | Approved:
-        current = await self.service.current_tool(call.tool)  # it may have changed while held
+        current = await self.service.tools.current(call.tool)  # it may have changed while held
         if current is None or current.pin != call.tool_pin:
             reason = f"tool {call.tool!r} changed or disappeared after approval; not executed"
             failed = await self.service.store.transition(

@@ -1,12 +1,13 @@
 """What the approval service puts on record: the event of a new held call, the state and fields
-a human decision leads to, and a worker's value as a result."""
+a human decision leads to, and a worker's value as a result; and `ApprovalRecorder`, what puts
+them there."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.approvals.pending import Kind, PendingCall, State
 from gateway.approvals.wire import result_to_wire
@@ -17,7 +18,24 @@ from toolsets.context import CallContext, Principal
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["held_call", "origin_of", "outcome_of", "requested", "value_result"]
+__all__ = [
+    "ApprovalRecorder",
+    "held_call",
+    "origin_of",
+    "outcome_of",
+    "requested",
+    "value_result",
+]
+
+
+class ApprovalRecorder(Protocol):
+    """Puts an approval event on record (audit log, durably) and then publishes it (the
+    gateway's `gateway.events.recorder.Recorder.record`).
+
+    Raises when the record cannot be written: the caller fails closed.
+    """
+
+    async def __call__(self, event: Event) -> None: ...
 
 
 def held_call(

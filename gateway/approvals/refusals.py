@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.approvals.service import Recorder
+from gateway.approvals.recording import ApprovalRecorder
 from gateway.events import tool_events as events
 from toolsets.context import CallContext
 from toolsets.decision import Decision
@@ -29,7 +29,7 @@ def decision_meta(decision: Decision) -> dict[str, Any]:
 class Refusals:
     """Implements the chain's `toolsets.policy.Refuser` (audit first, then the bus)."""
 
-    def __init__(self, record: Recorder) -> None:
+    def __init__(self, record: ApprovalRecorder) -> None:
         self.record = record
 
     async def __call__(

@@ -19,7 +19,7 @@ from gateway.approvals.pending import Kind, PendingCall, State, Vote
 from gateway.approvals.records import PendingRecords
 from gateway.approvals.writes import PendingListener, Writes
 
-__all__ = ["REUSABLE_STATES", "PendingListener", "PendingStore", "RecoveryReport"]
+__all__ = ["REUSABLE_STATES", "PendingListener", "PendingStore", "RecoveryReport", "pending_call"]
 
 
 REUSABLE_STATES: Final[frozenset[State]] = frozenset(
@@ -320,3 +320,15 @@ class PendingStore:
         if call.state == "pending" and call.expires_at <= self._clock():
             return (await self._writes.commit(id, _transitions.expire_if_due(self._clock()))).call
         return call
+
+
+async def pending_call(store: PendingStore, id: str) -> PendingCall:
+    """The call ``id`` in ``store``.
+
+    Raises:
+        PendingNotFound: no such call.
+    """
+    call = await store.get(id)
+    if call is None:
+        raise PendingNotFound(id)
+    return call

@@ -23,7 +23,7 @@ from gateway.approvals.stages import VoteOutcome, cast, has_voted
 from gateway.events import tool_events as events
 
 if TYPE_CHECKING:
-    from gateway.approvals.service import ApprovalService
+    from gateway.approvals.deciding import Decisions
 
 __all__ = ["break_glass", "vote"]
 
@@ -31,7 +31,7 @@ log = logging.getLogger("lockgate.approvals")
 
 
 async def vote(
-    service: ApprovalService, call: PendingCall, asked: Asked, grant: Grant | None
+    decisions: Decisions, call: PendingCall, asked: Asked, grant: Grant | None
 ) -> PendingCall:
     """Record ``asked.by``'s approving vote on the staged ``call``; the vote completing the last
     stage approves it (and makes ``grant``, which no other vote may make).
@@ -43,24 +43,24 @@ async def vote(
     """
     # Every lost race means another vote was counted: at most this many can be.
     for _ in range(sum(stage.min for stage in call.stages) + 1):
-        outcome = cast(call, asked.by.id, channel=asked.channel, now=service.store.now())
+        outcome = cast(call, asked.by.id, channel=asked.channel, now=decisions.store.now())
         if grant is not None and not outcome.final:
             raise DecisionInvalid(
                 f"a grant is made by the vote that approves {call.id}; this one is vote "
                 f"{outcome.count} of {outcome.needed} in stage {outcome.vote.stage + 1} of "
                 f"{len(call.stages)}: vote without a grant"
             )
-        decided = await _approval_on_record(service, call, asked, outcome, grant)
+        decided = await _approval_on_record(decisions, call, asked, outcome, grant)
         try:
-            voted = await service.store.vote(
+            voted = await decisions.store.vote(
                 call.id, outcome.vote, seen=outcome.seen, stage=outcome.stage, decided=decided
             )
         except PendingConflict as exc:
             call = _still_voting(exc, asked)  # another process's vote came first
             continue
-        await _counted(service, voted, asked, outcome)
+        await _counted(decisions, voted, asked, outcome)
         if grant is not None:
-            await service.grants.keep(grant)
+            await decisions.grants.keep(grant)
         return voted
     raise PendingConflict(call, f"count {asked.by.id}'s vote: others kept voting first")
 
@@ -79,7 +79,7 @@ def _still_voting(lost: PendingConflict, asked: Asked) -> PendingCall:
 
 
 async def _approval_on_record(
-    service: ApprovalService,
+    decisions: Decisions,
     call: PendingCall,
     asked: Asked,
     outcome: VoteOutcome,
@@ -94,14 +94,14 @@ async def _approval_on_record(
         decided["grant_id"] = grant.id
     votes = (*call.votes, outcome.vote)
     approved = replace(call, state="approved", votes=votes, stage=outcome.stage, **decided)
-    await service.announce(approved)
+    await decisions.outcomes.announce(approved)
     if grant is not None:
-        await service.grants.announce(grant)
+        await decisions.grants.announce(grant)
     return decided
 
 
 async def _counted(
-    service: ApprovalService, call: PendingCall, asked: Asked, outcome: VoteOutcome
+    decisions: Decisions, call: PendingCall, asked: Asked, outcome: VoteOutcome
 ) -> None:
     """Log a counted vote; one that did not decide goes on record as ``tool.approval.vote``."""
     log.info(
@@ -112,7 +112,7 @@ async def _counted(
     if outcome.final:
         return
     event = events.approval_vote(
-        await service.tool_of(call),
+        await decisions.tools.of(call),
         origin_of(call),
         approval_id=call.id,
         by=asked.by.id,
@@ -122,17 +122,17 @@ async def _counted(
         needed=outcome.needed,
         stages=len(call.stages),
     )
-    await service.record(event)
+    await decisions.record(event)
 
 
-async def break_glass(service: ApprovalService, call: PendingCall, asked: Asked) -> PendingCall:
+async def break_glass(decisions: Decisions, call: PendingCall, asked: Asked) -> PendingCall:
     """Approve ``call`` at once for ``asked.by``, skipping any remaining stages; the reason is
     on record (``tool.approval.break_glass``, then ``tool.approval.resolved``) first."""
     reason = (asked.reason or "").strip()
     update: dict[str, Any] = {"decided_by": asked.by.id, "decision": "approve"}
     update |= {"channel": asked.channel, "message": reason, "stage": len(call.stages)}
     event = events.approval_break_glass(
-        await service.tool_of(call),
+        await decisions.tools.of(call),
         origin_of(call),
         approval_id=call.id,
         by=asked.by.id,
@@ -140,9 +140,11 @@ async def break_glass(service: ApprovalService, call: PendingCall, asked: Asked)
         channel=asked.channel,
         skipped=len(call.stages) - call.stage,
     )
-    await service.record(event)
-    await service.announce(replace(call, state="approved", **update))
-    approved = await service.store.transition(call.id, expect={"pending"}, to="approved", **update)
+    await decisions.record(event)
+    await decisions.outcomes.announce(replace(call, state="approved", **update))
+    approved = await decisions.store.transition(
+        call.id, expect={"pending"}, to="approved", **update
+    )
     log.warning(
         "%s: break-glass approval by %s via %s: %s", call.id, asked.by.id, asked.channel, reason
     )
