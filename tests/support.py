@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import subprocess
@@ -60,12 +61,40 @@ async def serve_asgi(app: ASGIApp, port: int | None = None) -> AsyncIterator[str
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(30):
-            while not server.started:
+            while not server.started:  # a flag: uvicorn offers nothing to wait on
                 await anyio.sleep(0.01)
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
             server.should_exit = True
+
+
+class _Seen(logging.Handler):
+    """Sets ``seen`` once a record's message contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.text = text
+        self.seen = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+@contextlib.contextmanager
+def logged(logger: str, text: str) -> Iterator[anyio.Event]:
+    """An event set when ``logger`` logs a message containing ``text`` (at any level): what to
+    wait on for something the code under test only says in its log."""
+    target = logging.getLogger(logger)
+    handler, level = _Seen(text), target.level
+    target.addHandler(handler)
+    target.setLevel(logging.DEBUG)
+    try:
+        yield handler.seen
+    finally:
+        target.removeHandler(handler)
+        target.setLevel(level)
 
 
 @contextlib.asynccontextmanager

@@ -58,6 +58,6 @@ async def rendezvous(meeting: str, parties: int) -> str:
     found.arrived += 1
     if found.arrived >= parties:
         found.everyone.set()
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         await found.everyone.wait()
     return f"{meeting}: met {parties}"

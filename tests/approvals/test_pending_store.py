@@ -109,7 +109,7 @@ async def test_concurrent_deciders_have_exactly_one_winner(store: PendingStore) 
         else:
             winners.append(f"approver-{i}")
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             for i in range(20):
                 tg.start_soon(decide, i)
@@ -132,7 +132,7 @@ async def test_an_approved_call_is_claimed_for_execution_exactly_once(store: Pen
             return
         claims.append(i)
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             for i in range(20):
                 tg.start_soon(claim, i)
@@ -193,7 +193,7 @@ async def test_wait_wakes_on_a_transition_through_the_store(make_store: StoreFac
     async def waiter() -> None:
         seen.append(await store.wait(call.id, timeout=3600))
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             tg.start_soon(waiter)
             await anyio.wait_all_tasks_blocked()
@@ -203,14 +203,14 @@ async def test_wait_wakes_on_a_transition_through_the_store(make_store: StoreFac
 
 async def test_wait_times_out_returning_the_still_pending_call(store: PendingStore) -> None:
     call = await store.create(new_call())
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         result = await store.wait(call.id, timeout=0.05)
     assert result == call
 
 
 async def test_wait_records_expiry_when_the_deadline_passes(store: PendingStore) -> None:
     call = await store.create(new_call(ttl=0.05))
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         result = await store.wait(call.id, timeout=3600)
     assert (result.state, result.decision) == ("expired", "expire")
 
@@ -242,7 +242,7 @@ async def test_waiting_on_a_running_call_past_its_decision_deadline_naps(
     await store.transition(call.id, expect={"approved"}, to="executing")
     now[0] += 3600  # the decision deadline is long gone; the execution is not bound by it
     reads.clear()
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         still = await store.wait(call.id, timeout=0.2, while_in={"executing"})
     assert still.state == "executing"
     assert len(reads) < 5  # a nap per poll, not a busy loop

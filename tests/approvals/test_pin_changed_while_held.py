@@ -67,7 +67,7 @@ async def test_an_approval_given_after_the_tool_changed_does_not_run_it(tmp_path
         except Exception as exc:  # refused one way or another: what matters is it did not run
             outcome.append(exc)
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with (
             Gateway.from_config(config, toolsets=[mutable]) as gw,
             gw.events.subscribe(["tool.approval.requested"]) as requested,

@@ -79,7 +79,7 @@ async def test_an_approver_cannot_approve_its_own_call(gateway: Gateway) -> None
 async def test_a_rule_naming_caller_lets_the_caller_decide(gateway: Gateway) -> None:
     async with gateway:
         held = await _held(gateway, "local__act_mine")
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             decided = await gateway.approvals.decide(
                 held, "approve", by=BOB, channel="api", as_caller=True
             )

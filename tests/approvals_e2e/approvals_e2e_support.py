@@ -231,15 +231,18 @@ async def wait_for_call(
     key: str = "value",
     path: str = "/api/approvals",
     state: str = "pending",
-    timeout: float = 10,
+    kind: str | None = None,
+    timeout: float = 30,
 ) -> dict[str, Any]:
-    """Poll ``path`` until a call whose ``args[key]`` is ``value`` is in ``state``; its record.
+    """Poll ``path`` until a call whose ``args[key]`` is ``value`` is in ``state`` (and of
+    ``kind``, when given); its record.
 
     Polling is the only signal a held call gives an approver outside the gateway.
     """
+    params = {"state": state} | ({"kind": kind} if kind is not None else {})
     with anyio.fail_after(timeout):
         while True:
-            response = await api.get(path, params={"state": state})
+            response = await api.get(path, params=params)
             assert response.status_code == 200, response.text
             found = [c for c in response.json()["items"] if c["args"].get(key) == value]
             if found:
@@ -254,7 +257,7 @@ async def wait_for_state(
     state: str,
     *,
     path: str = "/api/approvals",
-    timeout: float = 10,
+    timeout: float = 30,
 ) -> dict[str, Any]:
     """Poll ``GET {path}/{id}`` until the call is in ``state``; its record."""
     with anyio.fail_after(timeout):

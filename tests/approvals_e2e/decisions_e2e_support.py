@@ -39,7 +39,7 @@ async def left_held(
 ) -> tuple[types.CallToolResult, str]:
     """Call `HELD` with ``value`` without waiting for a decision (`NO_HOLD`); the "pending"
     answer and the id of the held call, as ``api``'s approver sees it."""
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         answer = await client.call_tool(HELD, {"value": value}, meta=NO_HOLD)
     return answer, str((await wait_for_call(api, value))["id"])
 
@@ -79,7 +79,7 @@ async def on_audit_log(
 ) -> list[dict[str, Any]]:
     """The audit-log entries of ``kind`` that are ``wanted``, once there are any: call events
     reach the log in the background (group-committed), decisions before they take effect."""
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         while not (found := [data for data in audited(directory, kind) if wanted(data)]):
             await anyio.sleep(0.05)
     return found

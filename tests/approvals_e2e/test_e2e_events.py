@@ -177,7 +177,7 @@ async def test_a_callers_decision_is_resolved_on_its_own_channel(rig: Rig, mode:
         with anyio.fail_after(20):
             result = await client.call_tool("recorder__record_caller", {"value": value})
         held = await wait_for_call(api, value, state="done")
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             await seen.until(resolution_of(held["id"]))
 
     assert not result.is_error
@@ -278,7 +278,7 @@ async def test_a_deferred_call_is_announced_and_resolved_by_the_worker(rig: Rig,
             first = await client.call_tool("lookup_later", {"customer": customer})
         id = pending_meta(first)["id"]
         posted = await worker.post(f"/api/calls/{id}/result", json={"value": "found"})
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             await seen.until(resolution_of(id))
 
     assert posted.status_code == 200

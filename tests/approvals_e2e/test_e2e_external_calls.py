@@ -33,16 +33,7 @@ both_eras = pytest.mark.parametrize("mode", MODES)
 
 
 async def _pending_external(worker: httpx2.AsyncClient, key: str, value: str) -> dict[str, Any]:
-    with anyio.fail_after(10):
-        while True:
-            response = await worker.get(
-                "/api/calls", params={"state": "pending", "kind": "external"}
-            )
-            assert response.status_code == 200, response.text
-            found = [c for c in response.json()["items"] if c["args"].get(key) == value]
-            if found:
-                return dict(found[0])
-            await anyio.sleep(0.02)
+    return await wait_for_call(worker, value, key=key, path="/api/calls", kind="external")
 
 
 async def _post(worker: httpx2.AsyncClient, id: str, **body: Any) -> httpx2.Response:

@@ -99,7 +99,7 @@ async def test_twenty_concurrent_votes_over_http_leave_one_consistent_record(
     tokens = [ALICE_TOKEN, *SECURITY_TOKENS.values()]
     statuses: list[int] = []
     async with agent_client(rig.mcp_url, "auto") as client, api_client(rig.base) as alice:
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             await client.call_tool(HELD, {"value": value})
         id = (await wait_for_call(alice, value))["id"]
 

@@ -34,7 +34,7 @@ async def serve(app: ASGIApp) -> AsyncIterator[str]:
     server = _Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, [sock])
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             await server.ready.wait()
         try:
             yield f"http://127.0.0.1:{port}"

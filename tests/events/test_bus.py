@@ -86,7 +86,7 @@ async def test_a_never_reading_subscriber_does_not_hold_up_publishing_or_other_r
                 done.set()
                 return
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with (
             bus.subscribe(buffer=16, name="stuck") as _stuck,
             bus.subscribe(buffer=256, name="reader") as reader,

@@ -66,7 +66,7 @@ async def test_exposition_has_call_approval_event_and_upstream_series(http_serve
         bus.publish(upstream_status("files", "up"))
         bus.publish(upstream_status("web", "down"))
     app = Starlette(routes=[Route("/metrics", metrics_endpoint(metrics))])
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with http_server(app) as base, httpx2.AsyncClient() as client:
             response = await client.get(f"{base}/metrics")
     assert response.headers["content-type"].startswith("text/plain")

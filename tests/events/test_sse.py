@@ -47,7 +47,7 @@ def published(bus: EventBus, *types: str) -> list[Event]:
 
 async def test_subscriber_receives_live_events_of_the_requested_types(http_server: Server) -> None:
     bus = EventBus("urn:lockgate:gw")
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with http_server(app_for(bus)) as base:
             url = f"{base}/api/events?types=tool.*,upstream.*"
             async with sse(url, AUTH) as events:
@@ -63,7 +63,7 @@ async def test_subscriber_receives_live_events_of_the_requested_types(http_serve
 async def test_last_event_id_replays_what_was_missed(http_server: Server) -> None:
     bus = EventBus("gw")
     before = published(bus, "tool.call", "tool.result", "tool.call", "tool.result")
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with http_server(app_for(bus)) as base:
             headers = AUTH | {"Last-Event-ID": before[1].id}
             async with sse(f"{base}/api/events?types=tool.call", headers) as events:
@@ -77,7 +77,7 @@ async def test_last_event_id_replays_what_was_missed(http_server: Server) -> Non
 async def test_an_id_older_than_the_ring_gets_a_reset_event(http_server: Server) -> None:
     bus = EventBus("gw", ring_size=2)
     before = published(bus, *["tool.call"] * 5)
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with http_server(app_for(bus)) as base:
             headers = AUTH | {"Last-Event-ID": before[0].id}
             async with sse(f"{base}/api/events", headers) as events:
@@ -92,7 +92,7 @@ async def test_an_id_older_than_the_ring_gets_a_reset_event(http_server: Server)
 
 async def test_requests_without_a_valid_token_are_refused(http_server: Server) -> None:
     bus = EventBus("gw")
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with http_server(app_for(bus)) as base, httpx2.AsyncClient() as client:
             missing = await client.get(f"{base}/api/events")
             wrong = await client.get(f"{base}/api/events", headers={"Authorization": "Bearer x"})
@@ -104,7 +104,7 @@ async def test_requests_without_a_valid_token_are_refused(http_server: Server) -
 
 async def test_idle_streams_get_keep_alive_comments(http_server: Server) -> None:
     bus = EventBus("gw")
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with (
             http_server(app_for(bus, keepalive=0.05)) as base,
             httpx2.AsyncClient() as client,
@@ -117,7 +117,7 @@ async def test_idle_streams_get_keep_alive_comments(http_server: Server) -> None
 
 async def test_a_disconnecting_client_frees_its_subscription(http_server: Server) -> None:
     bus = EventBus("gw")
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with http_server(app_for(bus)) as base:
             async with sse(f"{base}/api/events", AUTH):
                 assert bus.subscriber_count == 1
@@ -126,7 +126,7 @@ async def test_a_disconnecting_client_frees_its_subscription(http_server: Server
 
 async def test_closing_the_bus_ends_streams_so_the_server_can_stop(http_server: Server) -> None:
     bus = EventBus("gw")
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with http_server(app_for(bus)) as base, sse(f"{base}/api/events", AUTH) as events:
             published(bus, "tool.call")
             bus.close()

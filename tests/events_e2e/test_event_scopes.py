@@ -64,7 +64,7 @@ async def test_subscribers_and_approvers_see_only_their_events(tmp_path: Path) -
         # Last, a call only finance decides: once each stream shows it (or, for ops, its
         # two), every earlier event has passed through each stream's scope.
         await gateway.call_tool("local__pay", {"note": "last"}, _ctx("agent:a"))
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             for stream in (dashboard, other):
                 await stream.until(lambda seen: any(_tool(e) == "local__pay" for e in seen))
             await ops.until(lambda seen: len(seen) >= 2)

@@ -125,7 +125,7 @@ async def test_sse_only_streams_the_requested_types(rig: Served) -> None:
 async def test_sse_refuses_agents_with_403_and_anonymous_callers_with_401(
     rig: Served, token: str | None
 ) -> None:
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with api(rig.base, token) as client:
             response = await client.get("/api/events", params={"types": "tool.*"})
     if token == AGENT_TOKEN:  # authenticated, but not a subscriber

@@ -38,11 +38,11 @@ async def test_pin_events_reach_the_approvers_who_may_accept_them(tmp_path: Path
     ):
         await gateway.call_tool("echo__rug_pull", {"part": "description"})
         await gateway.call_tool("echo__echo", {"text": "after"})
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             await security.until(lambda seen: len(seen) >= 1)
         changed = await gateway.pins.get("echo__weather")
         await gateway.accept_pin("echo__weather", pin=str(changed.changed_pin), by=SECURITY)
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             await security.until(lambda seen: len(seen) >= 2)
     assert [e["type"] for e in security] == ["tool.pin_changed", "tool.pin_accepted"]
     assert security[0]["data"]["name"] == "echo__weather"

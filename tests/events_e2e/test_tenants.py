@@ -83,7 +83,7 @@ async def test_each_tenant_sees_decides_and_streams_only_its_own_calls(tmp_path:
         )
         assert decided.status_code == 200, decided.text
 
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             await acme_events.until(lambda seen: _types(seen) >= {"tool.approval.resolved"})
             await untenanted_events.until(lambda seen: "tool.approval.requested" in _types(seen))
     assert {e["data"]["tenant"] for e in acme_events} == {"acme"}

@@ -169,7 +169,7 @@ async def _stop(process: anyio.abc.Process, crash: bool = False) -> None:
 
 async def _wait_for_port(port: int) -> None:
     # Polling is the only readiness signal an external process gives us.
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         while True:
             try:
                 stream = await anyio.connect_tcp("127.0.0.1", port)

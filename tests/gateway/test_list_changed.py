@@ -67,13 +67,13 @@ async def _add_tool_and_wait(client: Client, notifications: Notifications, prefi
     if client.protocol_version == MODERN:
         async with client.listen(tools_list_changed=True) as subscription:
             added = text_of(await client.call_tool(f"{prefix}__add_tool", {}))
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):
                 event = await anext(aiter(subscription))
         assert isinstance(event, ToolsListChanged)
         return added
     notifications.changed = anyio.Event()
     added = text_of(await client.call_tool(f"{prefix}__add_tool", {}))
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         await notifications.changed.wait()
     return added
 
@@ -105,6 +105,6 @@ async def test_a_legacy_session_that_never_listed_tools_still_hears_of_changes(
             open_client(Face("http", "auto"), config=gateway_config, url=url) as actor,
         ):
             await actor.call_tool("old__add_tool", {})
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):
                 await quiet.changed.wait()
     assert quiet.changed.is_set()

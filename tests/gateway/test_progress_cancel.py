@@ -43,7 +43,7 @@ async def test_progress_from_the_upstream_reaches_the_client(client: Client, pre
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         result = await client.call_tool(
             f"{prefix}__slow", {"steps": 3}, progress_callback=on_progress
         )

@@ -100,7 +100,7 @@ async def test_a_refused_call_is_a_rate_limited_event_and_a_metric(
             value = uuid.uuid4().hex
             for _ in range(2):
                 await client.call_tool("recorder__record_brief", {"value": value})
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):
                 event = await anext(aiter(events))
         metrics = (await http.get(f"{base}/metrics")).text
     data = event.data

@@ -75,7 +75,7 @@ class Told:
         self.more = anyio.Event()
 
     async def next(self) -> None:
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             await self.more.wait()
 
 
@@ -141,7 +141,7 @@ async def test_a_stdio_connection_is_its_own_session(tmp_path: Path, face: Face)
             assert WEATHER not in await _names(client)
             await client.call_tool("echo__echo", {"text": "read"})
             if client.protocol_version == MODERN:
-                with anyio.fail_after(10):
+                with anyio.fail_after(30):
                     await anext(aiter(subscription))
             else:
                 await told.next()

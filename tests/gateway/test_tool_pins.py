@@ -83,7 +83,7 @@ async def _names(client: Client) -> set[str]:
 async def _rug_pull(gateway: Gateway, client: Client, part: str) -> Event:
     async with gateway.events.subscribe(["tool.pin_changed"]) as changes:
         await client.call_tool("echo__rug_pull", {"part": part})
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             return await anext(changes)
 
 

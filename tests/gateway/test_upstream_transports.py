@@ -85,7 +85,7 @@ async def test_calls_errors_and_progress_work_over_a_remote_upstream(
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         steps.append(progress)
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         echoed = await client.call_tool(f"{prefix}__echo", {"text": prefix})
         failed = await client.call_tool(f"{prefix}__fail", {"message": "nope"})
         slow = await client.call_tool(

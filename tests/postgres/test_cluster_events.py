@@ -36,7 +36,7 @@ async def replica_logs(schema: str, *names: str) -> AsyncIterator[list[tuple[Eve
 
 async def collect(sub: Subscription, count: int) -> list[Event]:
     got: list[Event] = []
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async for event in sub:
             got.append(event)
             if len(got) == count:

@@ -43,6 +43,6 @@ async def test_a_definition_accepted_on_one_replica_is_served_by_the_other(
             assert record.changed_pin is not None
             alice = Principal(id="user:alice", roles=frozenset({"security"}))
             await a.accept_pin(WEATHER, pin=record.changed_pin, by=alice)
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):
                 await told.wait()
             assert WEATHER in await b.tools()

@@ -173,7 +173,7 @@ async def _a_call_during_a_merge(
     (await b.ensure(ctx)).record("t__b", {})
     b.changed(ctx)
     await a.settle(ctx)
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:  # B's save conflicts with A's: a merge
             tg.start_soon(b.settle, ctx)
             await held.saving.wait()
@@ -225,7 +225,7 @@ async def test_a_decision_on_one_replica_wakes_the_waiter_on_another_at_once(sch
         async def wait() -> None:
             seen.append((await holder.wait(call.id, timeout=3600)).state)
 
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wait)
                 await anyio.wait_all_tasks_blocked()

@@ -28,6 +28,7 @@ BRIEF = "recorder__record_brief"
 """Held for 0.5 s, then answered "pending"."""
 
 
+@pytest.mark.serial  # a 1 s bound on the wake-up (against the 5 s re-read): runs alone
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_call_held_on_a_and_approved_through_b_completes_on_a_at_once_and_once(
     replicas: Replicas, mode: str

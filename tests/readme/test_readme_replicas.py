@@ -118,7 +118,7 @@ async def _hold_on_a_and_approve_on_b(
 async def _approve_on_b(
     workdir: Path, env: dict[str, str], listing: str, approve: str, ports: dict[str, str]
 ) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):  # the README's listing, a process each time: poll it
         while not (
             found := re.search(r"ap_[A-Za-z0-9_-]+", await _run(listing, workdir, env, ports))
         ):

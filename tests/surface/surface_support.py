@@ -93,8 +93,8 @@ class Heard:
         self._news = anyio.Event()
 
     async def until(self, condition: Callable[[], bool]) -> None:
-        """Wait (at most 10 s) until ``condition()`` holds, checking after each notification."""
-        with anyio.fail_after(10):
+        """Wait (at most 30 s) until ``condition()`` holds, checking after each notification."""
+        with anyio.fail_after(30):
             while not condition():
                 await self._news.wait()
 
@@ -138,9 +138,9 @@ async def read_text(client: Client, resource: str) -> str:
 
 
 async def until(condition: Callable[[], bool]) -> None:
-    """Wait (at most 10 s) until ``condition()`` holds, letting every other task run between
+    """Wait (at most 30 s) until ``condition()`` holds, letting every other task run between
     checks (for state the gateway changes after a client went away)."""
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         while not condition():
             await anyio.wait_all_tasks_blocked()
 

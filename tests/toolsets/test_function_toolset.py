@@ -34,7 +34,7 @@ class Point(BaseModel):
 
 async def call(toolset: FunctionToolset, name: str, **args: Any) -> ToolResult:
     async with toolset:
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             return await call_tool(toolset, name, args, CTX)
 
 

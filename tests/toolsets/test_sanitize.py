@@ -253,7 +253,7 @@ async def test_an_upstream_toolset_serves_its_tools_with_its_own_limit() -> None
         return text
 
     async with MCPServerToolset("long", lambda: upstream, max_description=64) as toolset:
-        assert await toolset.wait_ready(10)
+        assert await toolset.wait_ready(30)
         tools = await toolset.get_tools(CallContext())
 
     assert tools["echo"].description == (

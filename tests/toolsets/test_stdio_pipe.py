@@ -11,7 +11,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import pytest
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, PROTOCOL_VERSION_META_KEY
-from support import ECHO_SERVER
+from support import ECHO_SERVER, logged
 from support import call as call_tool
 
 from toolsets import CallContext, UpstreamError
@@ -118,34 +118,6 @@ async def until(condition: Any) -> None:
     test's ``fail_after(LIMIT)`` bounds the wait."""
     while not condition():
         await anyio.sleep(0.01)
-
-
-class _LineSeen(logging.Handler):
-    """Sets ``seen`` once a logged upstream stderr line contains ``text``."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(logging.INFO)
-        self.text = text
-        self.seen = anyio.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.seen.set()
-
-
-@contextlib.contextmanager
-def stderr_line(text: str) -> Iterator[anyio.Event]:
-    """An event set when an upstream writes a stderr line containing ``text`` (`StderrLog`
-    logs each line to ``lockgate.upstream.stderr`` at INFO)."""
-    logger = logging.getLogger("lockgate.upstream.stderr")
-    handler, level = _LineSeen(text), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield handler.seen
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 @pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
@@ -284,7 +256,9 @@ async def test_cancelling_a_direct_call_cancels_it_upstream(
     with anyio.fail_after(LIMIT):
         async with upstream(era, mode) as toolset:
             pipe = pipe_of(toolset)
-            with stderr_line("slow: started") as started, anyio.CancelScope() as scope:
+            # `StderrLog` logs each stderr line of the server: "slow: started" is said there.
+            stderr = logged("lockgate.upstream.stderr", "slow: started")
+            with stderr as started, anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(call_tool, toolset, "slow", {"steps": 100}, CallContext())
                     await until(lambda: pipe.direct_requests == 1)

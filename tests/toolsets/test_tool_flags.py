@@ -68,7 +68,7 @@ async def test_a_policy_can_hide_flagged_upstream_tools(tmp_path: Path) -> None:
     )
     engine = PolicyEngine.load([policy])
     async with MCPServerToolset("poisoned", lambda: upstream) as toolset:
-        assert await toolset.wait_ready(10)
+        assert await toolset.wait_ready(30)
         tools = await toolset.get_tools(CallContext())
     anyone = Principal(id="agent:x")
     assert tools["add"].flags == ("injection-marker", "sensitive-path")
