@@ -12,6 +12,7 @@ from policies.loader import LoadedFile, policy_version
 from policies.model import ApprovalModel, DefaultsModel
 from policies.resource_rules import ResourceKind, resource_defaults
 from policies.rules import CompiledRule, compile_rule
+from policies.scopes import ScopeRule
 from toolsets.decision import (
     DEFAULT_APPROVAL,
     EFFECT_RANK,
@@ -51,6 +52,7 @@ class CompiledPolicy:
         tool_references: Every exact tool name of ``unlock_after``, ``lock_after``,
             ``require_first`` and ``groups``, located.
         resource_defaults: The decision for resources and for prompts no rule matches.
+        scope_rules: The rules with ``scopes``, in load order.
     """
 
     rules: tuple[CompiledRule, ...]
@@ -63,6 +65,7 @@ class CompiledPolicy:
     resource_defaults: Mapping[ResourceKind, Decision] = field(
         default_factory=lambda: resource_defaults((), DEFAULT_APPROVAL)
     )
+    scope_rules: tuple[ScopeRule, ...] = ()
 
 
 def resolve_approval(chain: Sequence[ApprovalModel | None]) -> ApprovalOptions:
@@ -126,6 +129,7 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
     defaults = [f.policy.defaults for f in files if f.policy.defaults is not None]
     global_approval = [d.approval for d in defaults]
     rules: list[CompiledRule] = []
+    scoped: list[ScopeRule] = []
     for loaded in files:
         own = loaded.policy.defaults.approval if loaded.policy.defaults else None
         for index, rule in enumerate(loaded.policy.rules):
@@ -134,6 +138,8 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
             rules.append(
                 compile_rule(rule, order=len(rules), file=loaded.file, line=line, approval=approval)
             )
+            if rule.scopes is not None:
+                scoped.append(ScopeRule(rules[-1], frozenset(rule.scopes)))
     return CompiledPolicy(
         rules=tuple(rules),
         default=_default_decision(defaults, resolve_approval(global_approval)),
@@ -143,6 +149,7 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
         groups=merge_groups(files),
         tool_references=tool_references(files),
         resource_defaults=resource_defaults(defaults, resolve_approval(global_approval)),
+        scope_rules=tuple(scoped),
     )
 
 

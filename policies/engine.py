@@ -20,6 +20,7 @@ from policies.loader import load_files
 from policies.messages import message_templates
 from policies.resource_policy import ResourcePolicy
 from policies.rules import CompiledRule
+from policies.scopes import ScopeRequirements
 from policies.session import SessionState
 from policies.session_gates import SessionGates
 from policies.tool_policy import ToolPolicy
@@ -58,6 +59,7 @@ class PolicyEngine:
         self._resources = ResourcePolicy(
             compiled.rules, defaults, verdicts=verdicts, templates=templates
         )
+        self._scopes = ScopeRequirements(compiled.scope_rules)
         read = [*(r.variables for r in self.rules), *(t.roots for t in templates.values())]
         self._uses_session = self._gates.reads_session or any("session" in r for r in read)
 
@@ -102,6 +104,11 @@ class PolicyEngine:
     def hide_flagged(self) -> frozenset[str]:
         """Flags that hide a tool unless a matching rule lists them in ``accept_flags``."""
         return self._compiled.hide_flagged
+
+    @property
+    def scopes(self) -> ScopeRequirements:
+        """The OAuth scopes calls need (rules with ``scopes``)."""
+        return self._scopes
 
     @property
     def resources(self) -> ResourcePolicy:

@@ -15,6 +15,7 @@ from policies.limits import RuleLimit
 from policies.matchers import glob_problem, principal_entry_problem
 from policies.messages import message_problem
 from policies.resource_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, check_scope
+from policies.scopes import SCOPE_TOKEN, check_scopes
 from policies.uri_globs import UriGlob
 from toolsets.decision import Effect
 from toolsets.upstream.flags import FLAGS
@@ -121,6 +122,17 @@ MessageText = Annotated[
         )
     ),
 ]
+ScopeName = Annotated[
+    str,
+    _checked(_pattern_problem(SCOPE_TOKEN, "OAuth scope (printable ASCII, no space)"), "scope"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": SCOPE_TOKEN,
+            "description": "An OAuth scope, e.g. files:write.",
+        }
+    ),
+]
 RuleMode = Literal["enforce", "shadow"]
 
 
@@ -210,7 +222,21 @@ class RuleModel(_Strict):
         ),
     )
 
+    scopes: list[ScopeName] | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "OAuth scopes the caller's token must hold, every one, to call the tools this rule "
+            "matches; a caller lacking one is refused (over HTTP a 403 insufficient_scope "
+            "challenge naming them, so its client can step up), before the rule's effect. "
+            "Listings still show the tools. Static tokens, stdio and in-process callers hold "
+            "no scopes. Not with when/unless."
+        ),
+        json_schema_extra={"uniqueItems": True},
+    )
+
     _one_kind = field_validator(*SCOPED_FIELDS)(check_scope)
+    _scopes = field_validator("scopes")(check_scopes)
 
 
 class PolicyFile(_Strict):

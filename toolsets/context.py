@@ -47,12 +47,15 @@ class Principal:
         claims: Extra attributes (token claims) visible to policy conditions.
         tenant: The partition the principal belongs to, if any: its calls and events are seen
             only by approvers and subscribers of the same tenant (none sees none's).
+        scopes: The OAuth scopes its token holds (a JWT's ``scope``/``scp``); empty for a
+            static token, stdio and in-process callers. A policy rule's ``scopes`` reads them.
     """
 
     id: str
     roles: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict)
     tenant: str | None = None
+    scopes: frozenset[str] = frozenset()
 
 
 ANONYMOUS = Principal(id="anonymous")

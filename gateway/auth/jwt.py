@@ -5,7 +5,8 @@ its ``iss`` is configured, a key of that issuer (by ``kid``) verifies the signat
 ``aud``, ``exp``, ``nbf`` and ``iat`` hold (with the issuer's ``leeway``). Each refusal is a
 `TokenRefused` whose message is safe to show the caller; the token itself is never logged.
 The principal's id, roles, tenant and credential classes come from the claims the issuer's
-config names; a class not listed in ``as`` (or not earned as ``require`` says) is never granted,
+config names, its scopes from ``scope``/``scp`` (what a policy rule's ``scopes`` reads); a
+class not listed in ``as`` (or not earned as ``require`` says) is never granted,
 and a token that earns ``agent`` holds no other class: an MCP client's token never approves,
 watches events or posts results, whatever else it was issued for.
 """
@@ -148,13 +149,15 @@ class _Issuer:
         config = self.config
         subject = _name(claims, config.subject_claim)
         roles = self._roles(claims)
+        scopes = frozenset(_strings(claims.get("scope"))) | frozenset(_strings(claims.get("scp")))
         principal = Principal(
             id=f"{config.id_prefix}{subject}",
             roles=frozenset(roles),
             claims=self._claims(claims),
             tenant=self._tenant(claims),
+            scopes=scopes,
         )
-        return JwtIdentity(principal, self._classes(claims, roles), config.events)
+        return JwtIdentity(principal, self._classes(scopes, roles), config.events)
 
     def _roles(self, claims: dict[str, Any]) -> list[str]:
         if self.config.roles_claim is None:
@@ -163,8 +166,7 @@ class _Issuer:
         mapping = self.config.role_map
         return roles if mapping is None else [mapping[r] for r in roles if r in mapping]
 
-    def _classes(self, claims: dict[str, Any], roles: list[str]) -> tuple[CredentialClass, ...]:
-        scopes = set(_strings(claims.get("scope"))) | set(_strings(claims.get("scp")))
+    def _classes(self, scopes: frozenset[str], roles: list[str]) -> tuple[CredentialClass, ...]:
         earned: list[CredentialClass] = []
         for cls in CLASSES:
             if cls not in self.config.as_:

@@ -27,6 +27,7 @@ from toolsets.errors import (
     UpstreamRequestError,
 )
 from toolsets.result import ToolResult
+from toolsets.scoped import InsufficientScope
 
 __all__ = ["EXCEPTION_HANDLERS", "REFUSED", "mcp_error"]
 
@@ -74,6 +75,12 @@ def _request_state(exc: SealedStateError) -> ErrorData:
     return ErrorData(code=INVALID_PARAMS, message=f"Invalid request_state: {exc}")
 
 
+def _insufficient_scope(exc: InsufficientScope) -> ErrorData:
+    # Not a result the model reads: the client asks for a larger token (HTTP answers 403 first).
+    data = {"error": "insufficient_scope", "scope": " ".join(exc.scopes), "tool": exc.name}
+    return ErrorData(code=REFUSED, message=str(exc), data=data)
+
+
 def _audit(exc: AuditUnavailable) -> ToolResult:
     # Refused, not failed: the model (and its user) read the cause.
     return ToolResult.error(f"Not executed: {exc}")
@@ -88,6 +95,7 @@ EXCEPTION_HANDLERS: dict[type[BaseException], ExceptionHandler] = {
     ResourceDenied: _refused,
     PromptDenied: _refused,
     ToolQuarantined: _quarantined,
+    InsufficientScope: _insufficient_scope,
     UpstreamError: _upstream,
     UpstreamRequestError: _upstream_request,
     SealedStateError: _request_state,

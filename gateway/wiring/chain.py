@@ -1,8 +1,9 @@
 """The call chain: one wrapper of `toolsets/` per step, in the order a call passes them.
 
-``Filtered( Validating( [Hooked(] Policy( RateLimited( ApprovalRequired( Events( served ))))))``
-over the served catalogue, ``Pinned( Combined( Prefixed(ResourceLinks(MCPServer)), ...))``
-(`gateway.wiring.compose`). docs/architecture.md draws it; a test keeps the two in step.
+``Filtered( Scoped( Validating( [Hooked(] Policy( RateLimited( ApprovalRequired( Events(
+served )))))))`` over the served catalogue,
+``Pinned( Combined( Prefixed(ResourceLinks(MCPServer)), ...))`` (`gateway.wiring.compose`).
+docs/architecture.md draws it; a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from gateway.events.calls import BusObserver
 from gateway.sessions.book import SessionBook
 from gateway.wiring.external import EXTERNAL_SERVER
 from policies import PolicyDecider
+from policies.scopes import HeldScopes
 from toolsets.abstract import Toolset
 from toolsets.approval_required import ApprovalRequiredToolset
 from toolsets.events import EventsToolset
@@ -23,6 +25,7 @@ from toolsets.hooked import CallHooks, HookedToolset
 from toolsets.policy import PolicyToolset
 from toolsets.rate_limited import RateLimitedToolset
 from toolsets.rates import RateCounter
+from toolsets.scoped import ScopedToolset
 from toolsets.validated import SchemaValidators, ValidatingToolset
 
 __all__ = ["call_chain"]
@@ -55,4 +58,5 @@ def call_chain(
     if hooks is not None:
         chain = HookedToolset(chain, hooks, validators)
     chain = ValidatingToolset(chain, validators)
+    chain = ScopedToolset(chain, HeldScopes(approvals.policy))
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
