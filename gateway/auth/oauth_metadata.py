@@ -3,7 +3,8 @@
 With JWT issuers configured, ``/.well-known/oauth-protected-resource/mcp`` describes ``/mcp``
 (for agents) and ``/.well-known/oauth-protected-resource`` the REST API (for approvers,
 subscribers and workers): the resource URL, the issuers of those classes as
-``authorization_servers``, ``bearer_methods_supported`` and the scopes that earn those classes.
+``authorization_servers``, ``bearer_methods_supported`` and the scopes that earn those classes
+(for ``/mcp``, with the scopes the policy's rules require of tool calls).
 Every 401 carries ``WWW-Authenticate: Bearer resource_metadata="..."`` and the ``scope`` needed
 (and ``error="invalid_token"`` with a description when a token was given), as the MCP
 authorization spec asks. The resource URL is ``auth.public_url`` or, when
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Final
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 from mcp.server.auth.routes import build_resource_metadata_url
@@ -27,7 +28,7 @@ from starlette.types import Scope
 
 from gateway.config.jwt import CredentialClass, JwtIssuerConfig
 
-__all__ = ["WELL_KNOWN", "ResourceMetadata"]
+__all__ = ["WELL_KNOWN", "ResourceMetadata", "ToolScopes"]
 
 WELL_KNOWN: Final = "/.well-known/oauth-protected-resource"
 _UNSAFE: Final = re.compile(r'[^\x20-\x7e]|["\\]')
@@ -58,12 +59,42 @@ def _refusal(status: int, error: str, description: str, challenge: str) -> JSONR
     return JSONResponse(body, status_code=status, headers={"WWW-Authenticate": challenge})
 
 
-class ResourceMetadata:
-    """The gateway as an OAuth protected resource."""
+class ToolScopes(Protocol):
+    """The scopes the policy's rules require of tool calls (`policies.scopes.HeldScopes`)."""
 
-    def __init__(self, public_url: str | None, issuers: Sequence[JwtIssuerConfig]) -> None:
+    @property
+    def all(self) -> frozenset[str]:
+        """Every one of them (the current policy's)."""
+        ...
+
+
+class ResourceMetadata:
+    """The gateway as an OAuth protected resource.
+
+    Args:
+        public_url: The gateway's public URL (else each request's base URL).
+        issuers: The configured JWT issuers.
+        tool_scopes: The scopes tool calls may need (``/mcp``'s ``scopes_supported`` lists
+            them beside the agent scopes, so a client can ask for them up front).
+    """
+
+    def __init__(
+        self,
+        public_url: str | None,
+        issuers: Sequence[JwtIssuerConfig],
+        tool_scopes: ToolScopes | None = None,
+    ) -> None:
         self.public_url = public_url.rstrip("/") if public_url else None
         self._issuers = tuple(issuers)
+        self._tool_scopes = tool_scopes
+
+    def supported(self, path: str) -> list[str]:
+        """The ``scopes_supported`` of the resource at ``path``: the scopes earning its
+        classes, and for ``/mcp`` those the policy requires of tool calls."""
+        scopes = set(self.scopes_for(*RESOURCES[path]))
+        if path == "/mcp" and self._tool_scopes is not None:
+            scopes |= self._tool_scopes.all
+        return sorted(scopes)
 
     def servers(self, path: str) -> list[str]:
         """The issuers (those that are URLs) of the classes using the resource at ``path``."""
@@ -105,7 +136,7 @@ class ResourceMetadata:
                 {
                     "resource": self.resource(request.scope, path),
                     "authorization_servers": self.servers(path),
-                    "scopes_supported": self.scopes_for(*RESOURCES[path]) or None,
+                    "scopes_supported": self.supported(path) or None,
                     "bearer_methods_supported": ["header"],
                     "resource_name": "lockgate" + (" MCP" if path else ""),
                 }

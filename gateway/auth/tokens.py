@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gateway.auth.jwt import JwtVerifier, TokenRefused, looks_like_jwt
-from gateway.auth.oauth_metadata import ResourceMetadata
+from gateway.auth.oauth_metadata import ResourceMetadata, ToolScopes
 from gateway.config.auth import AuthConfig, CredentialConfig, configured_digest, token_digest
 from gateway.config.events import EventFilter
 from gateway.config.jwt import CLASSES, CredentialClass
@@ -73,9 +73,15 @@ ALL_ROLES: tuple[Role, ...] = CLASSES
 
 
 class Authenticator:
-    """Resolves bearer tokens (static or JWT) to principals, per role."""
+    """Resolves bearer tokens (static or JWT) to principals, per role.
 
-    def __init__(self, config: AuthConfig) -> None:
+    Args:
+        config: The ``auth`` section.
+        tool_scopes: The scopes the policy requires of tool calls (the ``/mcp`` resource
+            metadata lists them).
+    """
+
+    def __init__(self, config: AuthConfig, *, tool_scopes: ToolScopes | None = None) -> None:
         self._entries: dict[Role, tuple[_Entry, ...]] = {
             "agent": self._load(config.agents, "auth.agents"),
             "approver": self._load(config.approvers, "auth.approvers"),
@@ -83,7 +89,7 @@ class Authenticator:
             "worker": self._load(config.workers, "auth.workers"),
         }
         self.jwt = JwtVerifier(config.jwt)
-        self.metadata = ResourceMetadata(config.public_url, config.jwt)
+        self.metadata = ResourceMetadata(config.public_url, config.jwt, tool_scopes)
 
     @staticmethod
     def _load(credentials: Iterable[CredentialConfig], where: str) -> tuple[_Entry, ...]:

@@ -1,4 +1,5 @@
-"""The HTTP edge of ``/mcp``: resolves the calling agent from its bearer token (static or JWT)."""
+"""The HTTP edge of ``/mcp``: resolves the calling agent from its bearer token (static or JWT),
+and answers a call its token lacks the scopes for with the step-up challenge."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.auth.step_up import StepUp
 from gateway.auth.tokens import Authenticator, Identity, bearer_token
 from gateway.mcp.server import PRINCIPAL_SCOPE_KEY
 from toolsets.context import ANONYMOUS
@@ -21,12 +23,16 @@ class AgentAuthMiddleware:
     The token is consumed here: nothing downstream of the gateway ever sees it. The principal
     is also handed to the SDK as ``scope["user"]`` (without the token), so a handshake-era
     session answers only the agent that opened it: any other agent gets 404, as for an unknown
-    session.
+    session. With ``step_up``, a ``tools/call`` whose token lacks the tool's scopes is answered
+    ``403 insufficient_scope`` here, in both eras, before either MCP path sees it.
     """
 
-    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
+    def __init__(
+        self, app: ASGIApp, authenticator: Authenticator, step_up: StepUp | None = None
+    ) -> None:
         self.app = app
         self.authenticator = authenticator
+        self.step_up = step_up
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -44,6 +50,11 @@ class AgentAuthMiddleware:
             owner = AccessToken(token="", client_id=principal.id, scopes=sorted(principal.roles))
             scope["user"] = AuthenticatedUser(owner)
         scope[PRINCIPAL_SCOPE_KEY] = principal
+        if self.step_up is not None:
+            refusal, receive = await self.step_up.check(scope, receive, principal)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
     def _refused(self, scope: Scope, identity: Identity) -> Response:

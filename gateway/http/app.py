@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api.routes import api_routes
+from gateway.auth.step_up import StepUp
 from gateway.auth.tokens import Authenticator
 from gateway.config.listen import ListenConfig
 from gateway.gateway import Gateway
@@ -25,6 +26,7 @@ from gateway.http.webpage import web_routes
 from gateway.mcp.http_fast_path import FastPath
 from gateway.mcp.server import build_server
 from gateway.metrics import metrics_endpoint
+from policies.scopes import HeldScopes
 
 __all__ = ["build_app", "security_settings"]
 
@@ -42,7 +44,9 @@ def security_settings(listen: ListenConfig) -> TransportSecuritySettings:
 
 def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     """The Starlette app serving ``gateway``; enters the gateway in its lifespan when asked to."""
-    authenticator = Authenticator(gateway.config.auth)
+    tool_scopes = HeldScopes(gateway.policy)
+    authenticator = Authenticator(gateway.config.auth, tool_scopes=tool_scopes)
+    step_up = StepUp(tool_scopes, gateway.tools, authenticator.metadata)
     security = security_settings(gateway.config.listen)
     server = build_server(gateway, transport="http")
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
@@ -76,7 +80,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/mcp", AgentAuthMiddleware(mcp_app, authenticator)),
+        Route("/mcp", AgentAuthMiddleware(mcp_app, authenticator, step_up)),
         *api_routes(gateway, authenticator),
         *authenticator.metadata.routes(),
         *web_routes(),
