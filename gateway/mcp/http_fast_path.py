@@ -1,10 +1,11 @@
-"""The fast path of ``/mcp``: plain ``tools/call`` POSTs framed here, run by the one `CallHandler`.
+"""The fast path of ``/mcp``: plain ``tools/call`` and ``tools/list`` POSTs answered here.
 
 The SDK's streamable-HTTP transport takes every request through a session task, memory streams,
 a JSON-RPC dispatcher, pydantic models and (handshake era) an SSE response: more CPU than the
 gateway's whole chain for an echo call. Most calls need none of it: no progress, no back-channel
 to the client, no answer to an earlier question. For those this path parses the body once, hands
-the call to the same `CallHandler` as the SDK handler and writes one JSON body.
+the call to the same `CallHandler` as the SDK handler and writes one JSON body; a ``tools/list``
+is answered from `gateway.mcp.listings.Listings` (the listing serialized once).
 
 Everything else goes, body replayed, to the SDK app, which stays the authority on sessions and
 protocol errors: other methods, progress tokens and log levels, answers to ``InputRequired``,
@@ -43,7 +44,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.approvals.errors import BackChannelRequired
-from gateway.mcp.calls import SESSION_HEADER
+from gateway.mcp.calls import SESSION_HEADER, session_of
+from gateway.mcp.listings import Listings, listing_id
 from gateway.mcp.raw_calls import (
     PlainCall,
     RequestId,
@@ -58,7 +60,7 @@ from gateway.mcp.server import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
 from toolsets import _sdk_compat as sdk
 from toolsets import jsonwire
-from toolsets.context import Principal
+from toolsets.context import CallContext, ClientInfo, Principal
 
 __all__ = ["FastPath"]
 
@@ -152,6 +154,7 @@ class FastPath:
         self._inflight: dict[tuple[str, RequestId], anyio.CancelScope] = {}
         self._asked = WireRequests()
         self._header_free: dict[str, Mapping[str, Any]] = {}
+        self._listings = Listings(server)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -184,7 +187,6 @@ class FastPath:
             await _send_json(send, 400, refusal_bytes(invalid), None)
             return True
         method = message.get("method")
-        version = headers.get("mcp-protocol-version")
         principal = scope.get(PRINCIPAL_SCOPE_KEY)
         if not isinstance(principal, Principal):
             return False
@@ -192,16 +194,79 @@ class FastPath:
             return await self._cancel(headers, message, scope, send)
         if is_response(message):  # the client's answer to an upstream's request?
             return await self._answered(headers, message, scope, send)
+        return await self._request(
+            message, headers, raw, principal, scope=scope, receive=receive, send=send
+        )
+
+    async def _request(
+        self,
+        message: dict[str, Any],
+        headers: Mapping[str, str],
+        raw: list[tuple[str, str]],
+        principal: Principal,
+        *,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> bool:
+        """A plain ``tools/call`` or ``tools/list`` of either era; False for anything else."""
+        version = headers.get("mcp-protocol-version")
+        modern = version in MODERN_PROTOCOL_VERSIONS
+        if not (modern or version is None or version in HANDSHAKE_PROTOCOL_VERSIONS):
+            return False
+        if modern and find_duplicated_routing_header(raw) is not None:
+            return False
         call = plain_call(message)
         if call is None:
-            return False
-        if version in MODERN_PROTOCOL_VERSIONS:
-            if find_duplicated_routing_header(raw) is not None:
+            request_id = listing_id(message)
+            if request_id is None:
                 return False
+            if modern:
+                return await self._modern_listing(message, headers, request_id, principal, send)
+            session_id = self._session(headers, scope)
+            client = self.downstream.sessions.get(session_id) if session_id else None
+            return await self._list(request_id, principal, session_id, client, send)
+        if modern:
             return await self._modern(message, headers, call, principal, receive=receive, send=send)
-        if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
-            return await self._legacy(headers, call, principal, scope, send)
-        return False
+        return await self._legacy(headers, call, principal, scope, send)
+
+    async def _modern_listing(
+        self,
+        message: Mapping[str, Any],
+        headers: Mapping[str, str],
+        request_id: RequestId,
+        principal: Principal,
+        send: Send,
+    ) -> bool:
+        verdict = classify_inbound_request(message, headers=headers)
+        if isinstance(verdict, InboundLadderRejection):
+            return False
+        session_id = headers.get("mcp-session-id") or headers.get(SESSION_HEADER)
+        session_id = session_id or session_of(message.get("params", {}).get("_meta"))
+        client = modern_client(verdict, "http")
+        return await self._list(request_id, principal, session_id, client, send)
+
+    async def _list(
+        self,
+        request_id: RequestId,
+        principal: Principal,
+        session_id: str | None,
+        client: ClientInfo | None,
+        send: Send,
+    ) -> bool:
+        """``tools/list`` answered from `Listings`, with the context the SDK's handler would
+        build (a 2025-11-25 listing needs its session known here); an error in the listing
+        goes to the SDK, which answers it."""
+        if client is None or client.protocol_version is None:
+            return False
+        modern = client.era == "modern"
+        ctx = CallContext(principal=principal, session_id=session_id, client=client)
+        try:
+            body = await self._listings.answer(request_id, ctx, client.protocol_version)
+        except Exception:
+            return False
+        await _send_json(send, 200, body, None if modern else session_id)
+        return True
 
     def _session(self, headers: Mapping[str, str], scope: Scope) -> str | None:
         """The open 2025-11-25 session this request names, if this credential opened it (the

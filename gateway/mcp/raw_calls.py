@@ -23,6 +23,7 @@ __all__ = [
     "invalid_id",
     "modern_client",
     "plain_call",
+    "plain_params",
     "refusal_bytes",
     "response_bytes",
 ]
@@ -47,23 +48,34 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
     malformed params)."""
     if message.get("method") != "tools/call":
         return None
-    request_id = message.get("id")
-    params = message.get("params")
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+    request_id = plain_params(message, _PLAIN_PARAMS)
+    if request_id is None:
         return None
-    if not isinstance(params, dict) or not params.keys() <= _PLAIN_PARAMS:
-        return None
+    params = message.get("params", {})
     name, args, meta = params.get("name"), params.get("arguments", {}), params.get("_meta")
     if args is None:
         args = {}
     if not isinstance(name, str) or not isinstance(args, dict):
         return None
-    if meta is not None and (not isinstance(meta, dict) or meta.keys() & _STREAMED):
-        return None
     request = ToolCallRequest(
         name=name, arguments=args, max_hold=max_hold_of(meta), session=session_of(meta)
     )
     return PlainCall(request_id, request)
+
+
+def plain_params(message: Mapping[str, Any], allowed: frozenset[str]) -> RequestId | None:
+    """The id of a request whose params (absent, or an object) hold only ``allowed`` keys and
+    ask for nothing the SDK streams (progress, log levels); None otherwise."""
+    request_id = message.get("id")
+    params = message.get("params", {})
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        return None
+    if not isinstance(params, dict) or not params.keys() <= allowed:
+        return None
+    meta = params.get("_meta")
+    if meta is not None and (not isinstance(meta, dict) or meta.keys() & _STREAMED):
+        return None
+    return request_id
 
 
 def invalid_id(message: Mapping[str, Any]) -> str | None:

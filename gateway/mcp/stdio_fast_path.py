@@ -1,13 +1,15 @@
-"""The fast path of the stdio face: plain ``tools/call`` lines answered by the one `CallHandler`.
+"""The fast path of the stdio face: plain ``tools/call`` and ``tools/list`` lines answered here.
 
 The SDK's stdio transport reads each line in a worker thread, validates it into pydantic models,
 and dispatches it through the server session; the answer goes back the same way. A plain call
 (no progress token, no answer to an earlier question) needs none of that: its line is decoded
 once, handed to the same `CallHandler` as the SDK handler, and its response written as one line.
+A plain ``tools/list`` (no cursor, no progress token) is answered from
+`gateway.mcp.listings.Listings`, under the same conditions as a call.
 
 Every other line goes to the SDK server unchanged, in order, and the SDK stays the authority on
-the session: ``initialize``, listings, progress, ``ping``, protocol errors. A call is only taken
-here once the handshake-era session is initialized (its negotiated version and declared
+the session: ``initialize``, other listings, progress, ``ping``, protocol errors. A call is
+only taken here once the handshake-era session is initialized (its negotiated version and declared
 capabilities are read off the handshake as it passes), or when its 2026-07-28 envelope passes
 the SDK's own validation ladder. A call that would ask a 2025-11-25 caller (`BackChannelRequired`,
 raised before anything ran) goes to the SDK, whose session can ask. An upstream's request to the
@@ -35,6 +37,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY, ErrorData
 
 from gateway.approvals.errors import BackChannelRequired
+from gateway.mcp.listings import Listings, listing_id
 from gateway.mcp.raw_calls import (
     PlainCall,
     RequestId,
@@ -49,7 +52,7 @@ from gateway.mcp.relay.wire import WirePeer, WireRequests
 from gateway.mcp.server import GatewayServer
 from gateway.metrics import Metrics
 from toolsets import jsonwire
-from toolsets.context import ClientInfo
+from toolsets.context import CallContext, ClientInfo
 
 __all__ = ["LineWriter", "StdioFastPath"]
 
@@ -127,6 +130,7 @@ class StdioFastPath:
         self._asked = WireRequests()
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
         self._write_lock = anyio.Lock()
+        self._listings = Listings(server)
 
     async def serve(self, lines: AsyncIterator[bytes], write: LineWriter) -> None:
         """Serve until ``lines`` ends; calls still running then are cancelled, as the SDK
@@ -173,6 +177,11 @@ class StdioFastPath:
                 scope = self._inflight[call.id] = anyio.CancelScope()
                 wire.calls.start_soon(self._answer, call, client, scope, line, wire)
                 return
+            request_id = listing_id(message) if call is None else None
+            client = self._client(message) if request_id is not None else client
+            if request_id is not None and client is not None:
+                wire.calls.start_soon(self._list, request_id, client, line, wire)
+                return
             if message.get("method") == "notifications/cancelled" and self._cancel(message):
                 return
         self._sdk.inc()
@@ -180,7 +189,7 @@ class StdioFastPath:
 
     def _client(self, message: Mapping[str, Any]) -> ClientInfo | None:
         """Who sent this call, when the SDK would take it as is; None sends it to the SDK."""
-        meta = message["params"].get("_meta")
+        meta = message.get("params", {}).get("_meta")
         if not (isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta):
             return self._handshake.client
         verdict = classify_inbound_request(message)
@@ -199,6 +208,27 @@ class StdioFastPath:
         scope.cancel()
         self._fast.inc()
         return True
+
+    async def _list(
+        self, request_id: RequestId, client: ClientInfo, line: bytes, wire: _Wire
+    ) -> None:
+        """``tools/list`` answered from `Listings`; an error in the listing goes to the SDK,
+        which answers it."""
+        ctx = CallContext(principal=self.principal, session_id=self.session_id, client=client)
+        version = client.protocol_version or ""
+        try:
+            body = await self._listings.answer(request_id, ctx, version)
+        except Exception:
+            await self._to_sdk(wire.to_server, line)
+            return
+        self._fast.inc()
+        await wire.write(body)
+
+    async def _to_sdk(self, to_server: _ToServer, line: bytes) -> None:
+        """Hand a line taken here to the SDK after all (unless the input has ended meanwhile)."""
+        self._sdk.inc()
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await to_server.send(_parse(line))
 
     async def _answer(
         self,
@@ -219,10 +249,8 @@ class StdioFastPath:
                     client=client,
                     peer=peer,
                 )
-            except BackChannelRequired:
-                self._sdk.inc()  # the question travels on the session's back-channel
-                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    await to_server.send(_parse(line))  # unless the input has ended meanwhile
+            except BackChannelRequired:  # the question travels on the session's back-channel
+                await self._to_sdk(to_server, line)
                 return
             except anyio.get_cancelled_exc_class():
                 if not scope.cancel_called:  # the input ended: answered as the SDK does

@@ -118,6 +118,7 @@ async def test_a_handshake_client_is_asked_on_the_fast_path_which_answers_its_pl
     answers = Answers()
     with anyio.fail_after(30):
         async with open_client(face, served.gateway, served.url, answers) as client:
+            await client.list_tools()  # the client lists before its first call (fast too)
             before = path_counts(metrics, transport)["fast"]
             result = await client.call_tool("legacy__greet", {"question": "Who?"})
             fast = path_counts(metrics, transport)["fast"] - before
