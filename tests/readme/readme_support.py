@@ -1,4 +1,5 @@
-"""What the README tests share: the README's commands, and running them as written."""
+"""What the README and docs tests share: the commands of a page's section, and running them as
+written."""
 
 from __future__ import annotations
 
@@ -16,16 +17,36 @@ BIN = Path(sys.executable).parent
 APPROVER_TOKEN = "demo-approver-token"
 
 
-def readme_commands(section: str) -> list[str]:
-    """The ``.venv/bin/lockgate`` lines in the shell blocks of a README section, comments cut."""
-    body = README.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+def section(markdown: str, title: str) -> str:
+    """The text under the heading ``title`` (any level), up to the next heading of the same or
+    a higher level outside code blocks (a level-1 title: the whole page)."""
+    found = re.search(rf"^(#+) {re.escape(title)}\n", markdown, re.M)
+    assert found is not None, f"no heading {title!r}"
+    level, lines, fenced = len(found.group(1)), [], False
+    for line in markdown[found.end() :].splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = re.match(r"(#+) ", line)
+        if not fenced and heading and len(heading.group(1)) <= level:
+            break
+        lines.append(line)
+    return "".join(lines)
+
+
+def commands(markdown: str) -> list[str]:
+    """The ``.venv/bin/lockgate`` lines in the shell blocks of ``markdown``, comments cut."""
     lines: list[str] = []
-    for block in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
+    for block in re.findall(r"```sh\n(.*?)```", markdown, flags=re.S):
         for line in block.splitlines():
             command = line.split("  #", 1)[0].strip()
             if command.startswith(".venv/bin/lockgate"):
                 lines.append(command)
     return lines
+
+
+def readme_commands(title: str) -> list[str]:
+    """The ``.venv/bin/lockgate`` lines of a README section."""
+    return commands(section(README, title))
 
 
 def run(

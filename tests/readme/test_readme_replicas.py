@@ -1,9 +1,9 @@
-"""The README's "Scaling out on PostgreSQL" recipe, run as written on a copy of ``configs/``:
-migrate, doctor, two replicas, a call held on A approved through B with the README's
+"""The "Scaling out on PostgreSQL" recipe of docs/postgres.md, run as written on a copy of
+``configs/``: migrate, doctor, two replicas, a call held on A approved through B with the page's
 commands (it runs once, on A), ``db status`` and ``audit verify`` against the database.
 
-The copy's config names a fresh schema (dropped afterwards) and the README's ports are
-replaced with free ones; everything else is the README's text.
+The copy's config names a fresh schema (dropped afterwards) and the page's ports are replaced
+with free ones; everything else is the page's text.
 """
 
 from __future__ import annotations
@@ -22,22 +22,23 @@ from mcp import Client
 from pg_support import drop_schema
 from readme_support import (
     APPROVER_TOKEN,
-    README,
     ROOT,
     argv_of,
+    commands,
     first_line_with,
-    readme_commands,
     run,
+    section,
 )
 from support import free_port
 
-SECTION = "Scaling out on PostgreSQL"
+PAGE = (ROOT / "docs" / "postgres.md").read_text(encoding="utf-8")
+RECIPE = section(PAGE, "Scaling out on PostgreSQL")
 
 
 def exported(name: str) -> str:
     """The value the section's ``export NAME=...`` line gives."""
-    found = re.search(rf"^export {name}=(\S+)", README.split(f"## {SECTION}\n", 1)[1], re.M)
-    assert found is not None, f"the README no longer exports {name}"
+    found = re.search(rf"^export {name}=(\S+)", RECIPE, re.M)
+    assert found is not None, f"docs/postgres.md no longer exports {name}"
     return found.group(1)
 
 
@@ -63,7 +64,7 @@ async def test_the_recipe_runs_two_replicas_and_a_call_held_on_a_is_decided_on_b
     recipe: tuple[Path, dict[str, str], str],
 ) -> None:
     workdir, env, _ = recipe
-    migrate, doctor, serve_a, serve_b, listing, approve, status, verify = readme_commands(SECTION)
+    migrate, doctor, serve_a, serve_b, listing, approve, status, verify = commands(RECIPE)
     assert [c.split()[1:3] for c in (migrate, doctor, status, verify)] == [
         ["db", "migrate"],
         ["doctor", "-c"],
@@ -75,7 +76,7 @@ async def test_the_recipe_runs_two_replicas_and_a_call_held_on_a_is_decided_on_b
     checked = run(doctor, workdir, env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     a, b = free_port(), free_port()
-    ports = {"8765": str(a), "8766": str(b)}
+    ports = {"8766": str(a), "8767": str(b)}
     replicas = [_serve(command, workdir, env, ports) for command in (serve_a, serve_b)]
     try:
         await _hold_on_a_and_approve_on_b(workdir, env, a, (listing, approve), ports)
@@ -92,7 +93,7 @@ async def test_the_recipe_runs_two_replicas_and_a_call_held_on_a_is_decided_on_b
 def _serve(
     command: str, workdir: Path, env: dict[str, str], ports: dict[str, str]
 ) -> subprocess.Popen[str]:
-    assert command.endswith(" &")  # started in the background, as the README says
+    assert command.endswith(" &")  # started in the background, as the page says
     argv = argv_of(command.removesuffix(" &"), **ports)
     replica = subprocess.Popen(
         argv, cwd=workdir, env=_environ(env), stderr=subprocess.PIPE, text=True
@@ -105,7 +106,7 @@ def _serve(
 async def _hold_on_a_and_approve_on_b(
     workdir: Path, env: dict[str, str], a: int, commands: tuple[str, str], ports: dict[str, str]
 ) -> None:
-    """The README's Python snippet (an MCP client) holds a call on A; the README's commands
+    """The quickstart's Python snippet (an MCP client) holds a call on A; the page's commands
     list and approve it on B; the held call completes on A."""
     listing, approve = commands
     async with Client(f"http://127.0.0.1:{a}/mcp") as client, anyio.create_task_group() as tg:
@@ -118,7 +119,7 @@ async def _hold_on_a_and_approve_on_b(
 async def _approve_on_b(
     workdir: Path, env: dict[str, str], listing: str, approve: str, ports: dict[str, str]
 ) -> None:
-    with anyio.fail_after(60):  # the README's listing, a process each time: poll it
+    with anyio.fail_after(60):  # the page's listing, a process each time: poll it
         while not (
             found := re.search(r"ap_[A-Za-z0-9_-]+", await _run(listing, workdir, env, ports))
         ):
