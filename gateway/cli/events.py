@@ -7,11 +7,12 @@ Exit codes: 0 success; 1 the audit chain is broken or the event stream failed; 2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final, TextIO
 
 import anyio
@@ -19,9 +20,14 @@ import httpx2
 
 from gateway.audit.log import AuditEntry, read_tail
 from gateway.audit.verify import VerifyReport, verify
+from gateway.cli.config_file import CONFIG_VARIABLE, DEFAULT_CONFIG, config_path
 from gateway.cli.errors import UsageError
+from gateway.config.loader import read_config
+from gateway.config.model import GatewayConfig
 from gateway.events.model import Event
-from gateway.wiring.checks import load_config
+from gateway.postgres.audit import PostgresAuditLog, verify_database
+from gateway.postgres.database import Database
+from gateway.postgres.settings import PostgresSettings
 from toolsets.errors import LockgateError
 
 __all__ = ["DEFAULT_AUDIT_DB", "DEFAULT_URL", "format_event", "main", "register"]
@@ -56,19 +62,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     audit = subparsers.add_parser("audit", help="check and read the audit log")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     check = audit_commands.add_parser("verify", help="recompute the hash chain")
-    check.add_argument("--db", default=DEFAULT_AUDIT_DB, help=f"default {DEFAULT_AUDIT_DB}")
-    check.add_argument(
-        "--config",
-        "-c",
-        help="verify the log this gateway config writes (with storage.backend: postgres, the "
-        "chain every replica shares, in the database); overrides --db",
-    )
+    _audit_source(check)
     check.set_defaults(func=_guarded(_audit_verify))
     last = audit_commands.add_parser("tail", help="print the last entries")
-    last.add_argument("--db", default=DEFAULT_AUDIT_DB, help=f"default {DEFAULT_AUDIT_DB}")
+    _audit_source(last)
     last.add_argument("-n", type=int, default=20, help="how many entries (default 20)")
     last.add_argument("--json", action="store_true", help="one JSON object per line")
     last.set_defaults(func=_guarded(_audit_tail))
+
+
+def _audit_source(parser: argparse.ArgumentParser) -> None:
+    """``--db`` or ``-c``: the log a command reads."""
+    parser.add_argument(
+        "--db", metavar="PATH", help="an audit log file (SQLite); else the config's log"
+    )
+    parser.add_argument(
+        "--config",
+        "-c",
+        metavar="PATH",
+        help="the log this gateway config writes (with storage.backend: postgres, the chain "
+        f"every replica shares, in the database); default: ${CONFIG_VARIABLE}, else "
+        f"{DEFAULT_CONFIG}",
+    )
 
 
 def _guarded(command: Command) -> Command:
@@ -85,7 +100,10 @@ def _guarded(command: Command) -> Command:
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
-    report = verify(args.db) if args.config is None else anyio.run(_verify_configured, args.config)
+    if args.db is not None:
+        report = verify(args.db)
+    else:
+        report = anyio.run(_verify_configured, _audit_config(args))
     if report.ok:
         print(f"ok: {report.entries} entries, head {report.head_hash}")
         return 0
@@ -93,26 +111,48 @@ def _audit_verify(args: argparse.Namespace) -> int:
     return 1
 
 
-async def _verify_configured(path: str) -> VerifyReport:
-    """Verify the audit log the gateway config at ``path`` writes."""
-    config = load_config(path)
+def _audit_config(args: argparse.Namespace) -> GatewayConfig:
+    """The config whose audit log an ``audit`` command reads (``--db`` not given): found as
+    every command finds it, and read with the checks of the file alone (the log is readable
+    where the gateway's commands or functions are not)."""
+    return read_config(config_path(args.config, alternative=", or --db PATH for a log file"))
+
+
+async def _verify_configured(config: GatewayConfig) -> VerifyReport:
+    """Verify the audit log ``config`` writes."""
     if config.storage.backend != "postgres":
         return verify(config.resolve(config.events.audit.path))
-    from gateway.postgres.audit import verify_database
-    from gateway.postgres.database import Database
-    from gateway.postgres.settings import PostgresSettings
-
-    database = Database(PostgresSettings.from_config(config))
-    try:
+    async with _shared_database(config) as database:
         return await verify_database(database)
-    finally:
-        await database.close()
 
 
 def _audit_tail(args: argparse.Namespace) -> int:
-    for entry in read_tail(args.db, max(args.n, 0)):
+    count = max(args.n, 0)
+    if args.db is not None:
+        entries = read_tail(args.db, count)
+    else:
+        entries = anyio.run(_tail_configured, _audit_config(args), count)
+    for entry in entries:
         print(json.dumps(entry.to_json(), ensure_ascii=False) if args.json else _audit_line(entry))
     return 0
+
+
+async def _tail_configured(config: GatewayConfig, count: int) -> list[AuditEntry]:
+    """The last ``count`` entries of the audit log ``config`` writes, oldest first."""
+    if config.storage.backend != "postgres":
+        return read_tail(config.resolve(config.events.audit.path), count)
+    async with _shared_database(config) as database:
+        return await PostgresAuditLog(database).tail(count)
+
+
+@contextlib.asynccontextmanager
+async def _shared_database(config: GatewayConfig) -> AsyncIterator[Database]:
+    """The PostgreSQL database ``config`` names, closed after."""
+    database = Database(PostgresSettings.from_config(config))
+    try:
+        yield database
+    finally:
+        await database.close()
 
 
 def _audit_line(entry: AuditEntry) -> str:

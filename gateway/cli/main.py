@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.metadata
 import importlib.util
 import json
 import logging
@@ -23,6 +25,7 @@ from gateway.cli import pins as cli_pins
 from gateway.cli import policy as policy_cli
 from gateway.cli import replay as cli_replay
 from gateway.cli import scripts as cli_scripts
+from gateway.cli.config_file import config_option, config_path
 from gateway.cli.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
@@ -34,14 +37,7 @@ from toolsets.result import ToolResult
 __all__ = ["main"]
 
 _HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
-DEFAULT_CONFIG = os.environ.get("LOCKGATE_CONFIG", "configs/gateway.yaml")
 log = logging.getLogger("lockgate")
-
-
-def _config_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", "-c", default=DEFAULT_CONFIG, help="gateway config file (default: %(default)s)"
-    )
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -152,21 +148,22 @@ def _async(run: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Cal
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(prog="lockgate", description="MCP gateway with approvals.")
+    parser.add_argument("--version", action="version", version=f"lockgate {_version()}")
     parser.add_argument("--verbose", "-v", action="store_true", help="log debug details")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="serve MCP over streamable HTTP (and the REST API)")
-    _config_arg(serve)
+    config_option(serve)
     serve.add_argument("--host", help="override listen.host")
     serve.add_argument("--port", type=int, help="override listen.port")
     serve.set_defaults(func=_cmd_serve)
 
     stdio = commands.add_parser("stdio", help="serve MCP over stdin/stdout")
-    _config_arg(stdio)
+    config_option(stdio)
     stdio.set_defaults(func=_async(_run_stdio))
 
     tools = commands.add_parser("tools", help="print the aggregated tool catalogue")
-    _config_arg(tools)
+    config_option(tools)
     tools.add_argument("--json", action="store_true", help="print JSON")
     tools.set_defaults(func=_async(_run_tools))
 
@@ -174,18 +171,42 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("tool", help="exposed tool name, e.g. files__read_file")
     call.add_argument("--args", default="{}", help="arguments as a JSON object")
     call.add_argument("--json", action="store_true", help="print the MCP result as JSON")
-    _config_arg(call)
+    config_option(call)
     call.set_defaults(func=_async(_run_call))
 
-    cli_db.register(commands, config_option=_config_arg)
-    doctor.register(commands, config_option=_config_arg)
+    cli_db.register(commands, config_option=config_option)
+    doctor.register(commands, config_option=config_option)
     cli_approvals.register(commands)
     cli_grants.register(commands)
     cli_pins.register(commands)
     cli_events.register(commands)
-    cli_scripts.register(commands, call=_async(_run_call), config_option=_config_arg)
+    cli_scripts.register(commands, call=_async(_run_call), config_option=config_option)
     policy_cli.register(commands, extra=[cli_replay.register])
+    _help_when_incomplete(parser)
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("lockgate")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _help_when_incomplete(parser: argparse.ArgumentParser) -> None:
+    """A command given without its sub-command (bare ``lockgate``, ``lockgate approvals``)
+    prints its help and exits 0, instead of an argparse error; in ``parser`` and below it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.required = False
+            parser.set_defaults(func=functools.partial(_print_help, parser))
+            for sub in action.choices.values():
+                _help_when_incomplete(sub)
+
+
+def _print_help(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    parser.print_help()
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -200,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     try:
         check_sdk()
+        if getattr(args, "find_config", False):
+            args.config = config_path(args.config)
         code = args.func(args)
     except KeyboardInterrupt:
         code = 130

@@ -86,8 +86,9 @@ def test_a_missing_config_file_is_one_readable_line(tmp_path: Path) -> None:
     run = lockgate("tools", "--config", str(missing))
 
     assert run.returncode == 2
-    assert (
-        run.stderr.strip() == f"lockgate: error: {missing}: cannot read: No such file or directory"
+    assert run.stderr.strip() == (
+        f"lockgate: error: no config file at {str(missing)!r} (given with -c): "
+        "pass -c PATH or set LOCKGATE_CONFIG=PATH"
     )
 
 
