@@ -16,9 +16,9 @@ from gateway.cli._rest import (
     api_request,
     approver_headers,
     connection_options,
-    iso,
     print_listing,
 )
+from gateway.cli.approval_view import HISTORY_STATES, details, history_table
 from gateway.cli.errors import ApiError
 from gateway.cli.events import format_event, stream_events
 from gateway.events.model import Event
@@ -26,7 +26,6 @@ from gateway.events.model import Event
 __all__ = ["ApiError", "api_request", "connection_options", "register"]
 
 COLUMNS = ("ID", "STATE", "TOOL", "CALLER", "REQUESTED", "EXPIRES", "ARGS")
-TIMES = ("created_at", "updated_at", "expires_at")
 
 
 def table(calls: list[dict[str, Any]], now: float) -> list[str]:
@@ -51,20 +50,19 @@ def table(calls: list[dict[str, Any]], now: float) -> list[str]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    params = [f"state={args.state}"] + ([f"tool={args.tool}"] if args.tool else [])
+    states = args.state or (HISTORY_STATES if args.history else "pending")
+    params = [f"state={states}"] + ([f"tool={args.tool}"] if args.tool else [])
     data = api_request(args, "GET", "/api/approvals?" + "&".join(params))
     of = f" of {args.tool}" if args.tool else ""
-    empty = f"no {args.state.replace(',', ' or ')} approvals{of}"
-    return print_listing(args, data["items"], empty, lambda items: table(items, time.time()))
+    kind = "decided" if states == HISTORY_STATES else states.replace(",", " or ")
+    rows = history_table if args.history else table
+    empty = f"no {kind} approvals{of}"
+    return print_listing(args, data["items"], empty, lambda items: rows(items, time.time()))
 
 
 def _show(args: argparse.Namespace) -> int:
     call = api_request(args, "GET", f"/api/approvals/{args.id}")
-    if not args.json:  # for people: ISO times, and how long it may still wait
-        if call["state"] == "pending":
-            call["time_left"] = ago(call["expires_at"], time.time()).removeprefix("in ")
-        call.update({key: iso(call[key]) for key in TIMES})
-    print(json.dumps(call, indent=2))
+    print(json.dumps(call, indent=2) if args.json else details(call, time.time()))
     return 0
 
 
@@ -183,13 +181,22 @@ def register(subparsers: Any) -> None:
     approvals = subparsers.add_parser("approvals", help="list and decide held calls")
     commands = approvals.add_subparsers(dest="approvals_command", required=True, metavar="ACTION")
     listing = commands.add_parser("list", help="list approvals")
-    listing.add_argument("--state", default="pending", help="state filter (default: pending)")
+    listing.add_argument(
+        "--state", help="states, comma-separated (default: pending; --history: every decided)"
+    )
+    listing.add_argument(
+        "--history",
+        action="store_true",
+        help="decided calls: who decided, and whether the call then ran and how it ended",
+    )
     listing.add_argument("--tool", help="only this tool")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(func=_list)
-    show = commands.add_parser("show", help="one approval with full arguments and reason")
+    show = commands.add_parser(
+        "show", help="one approval: tool, arguments, caller, rule and reason, decision, outcome"
+    )
     show.add_argument("id")
-    show.add_argument("--json", action="store_true", help="the record as stored (unix times)")
+    show.add_argument("--json", action="store_true", help="the record as JSON (unix times)")
     show.set_defaults(func=_show)
     for name, extra in (
         ("approve", None),
