@@ -9,6 +9,7 @@ in `gateway.wiring.checks`, which ``serve`` and ``doctor`` load with.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,4 +124,26 @@ def _files_and_secrets(config: GatewayConfig, located: Located) -> list[ConfigIs
         for i, credential in enumerate(getattr(config.auth, role)):
             if (problem := token_problem(credential.token)) is not None:
                 issues.append(located.issue(("auth", role, i, "token"), problem))
+    key = config.approvals.request_state_key
+    if key is not None and (problem := _state_key_problem(key)) is not None:
+        issues.append(located.issue(("approvals", "request_state_key"), problem))
     return issues
+
+
+_KEY_FORM = "at least 32 bytes as hex, e.g. `openssl rand -hex 32`"
+
+
+def _state_key_problem(value: str) -> str | None:
+    """Why ``approvals.request_state_key`` (hex, or ``env:NAME`` holding hex) cannot seal."""
+    name = value.removeprefix("env:") if value.startswith("env:") else None
+    held = value if name is None else os.environ.get(name, "")
+    if name is not None and not held:
+        return f"environment variable {name} is not set (it should hold {_KEY_FORM})"
+    what = "the key" if name is None else f"environment variable {name}"
+    try:
+        size = len(bytes.fromhex(held))
+    except ValueError:
+        return f"{what} is not hex; it should be {_KEY_FORM}"
+    if size < 32:
+        return f"{what} is {size} bytes; it should be {_KEY_FORM}"
+    return None

@@ -25,6 +25,15 @@ class _Server(uvicorn.Server):
         self.gateway = gateway
         self.url = url
 
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        # The gateway starts before uvicorn's lifespan, so a start-up failure (a database
+        # down, a store that cannot open) is raised as itself and reported in one line, not
+        # logged by uvicorn with a traceback; inside the signal capture, so SIGTERM still
+        # closes the gateway before the process ends.
+        with self.capture_signals():
+            async with self.gateway:
+                await self._serve(sockets)
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:  # bound and accepting: only now is "serving" true
@@ -66,7 +75,7 @@ def serve(gateway: Gateway, *, host: str, port: int) -> None:
     port is bound and the gateway started."""
     sock = listen_socket(host, port)
     config = uvicorn.Config(
-        build_app(gateway),
+        build_app(gateway, manage_gateway=False),
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
