@@ -58,6 +58,18 @@ def config(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def agents_config(config: Path) -> Path:
+    """`config` with agent tokens: ``sam`` (staff) and ``ivy`` (intern)."""
+    agents = [
+        {"id": STAFF.id, "token": "sam-token", "roles": ["staff"]},
+        {"id": INTERN.id, "token": "ivy-token", "roles": ["intern"]},
+    ]
+    policies = {"files": [str(config.parent / "policy.yaml")]}
+    servers = [echo_upstream(tools=100)]
+    return write_config(config.parent, servers, policies=policies, auth={"agents": agents})
+
+
+@pytest.fixture
 async def gateway(config: Path) -> AsyncIterator[Gateway]:
     async with Gateway.from_config(config) as gw:
         yield gw
@@ -133,6 +145,25 @@ async def test_an_http_listing_is_the_sdks(config: Path, era: str) -> None:
     assert fast.headers["content-type"] == "application/json"
     assert without_id(answer(fast)) == without_id(answer(sdk)) == without_id(answer(again))
     assert fast.headers.get("mcp-session-id") == sdk.headers.get("mcp-session-id") == raw.session
+
+
+@ERAS
+async def test_each_agent_lists_over_http_what_the_sdk_shows_it(
+    agents_config: Path, era: str
+) -> None:
+    gateway = Gateway.from_config(agents_config)
+    names: dict[str, list[str]] = {}
+    async with serve_asgi(build_app(gateway)) as base, httpx2.AsyncClient() as http:
+        for token in ["sam-token", "ivy-token", "sam-token", "ivy-token"]:
+            raw = await Raw(http, f"{base}/mcp", era, token=token).open()
+            with anyio.fail_after(30), answered(gateway.metrics, "http", fast=1, sdk=1):
+                fast = answer(await list_http(raw, 11))
+                sdk = answer(await list_http(raw, 12, PROGRESS))
+            assert without_id(fast) == without_id(sdk)
+            names[token] = [tool["name"] for tool in fast["result"]["tools"]]
+
+    assert "echo__weather" in names["sam-token"]
+    assert set(names["ivy-token"]) == set(names["sam-token"]) - {"echo__weather"}
 
 
 @ERAS
