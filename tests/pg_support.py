@@ -1,14 +1,21 @@
 """PostgreSQL for tests: the local server (127.0.0.1:5432, trust auth), a fresh schema each.
 
-`scripts/test` starts the server when it is not running; nothing is skipped without it.
+`scripts/test` starts the server when it is not running; nothing is skipped without it. A test
+that stops its database starts a `PrivateCluster` of its own (``initdb`` on a free port) instead
+of stopping the shared server.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import secrets
+import shutil
+import subprocess
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -124,3 +131,56 @@ async def cuttable_link() -> AsyncIterator[CuttableLink]:
         finally:
             link.cut()
             tg.cancel_scope.cancel()
+
+
+class PrivateCluster:
+    """A PostgreSQL cluster of a test's own (``initdb`` in a temporary folder, trust auth, a
+    free port), that the test may stop and start without touching the shared test server."""
+
+    def __init__(self, directory: Path, port: int) -> None:
+        self.directory = directory
+        self.port = port
+
+    @property
+    def dsn(self) -> str:
+        """The cluster's URL."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    async def start(self) -> None:
+        """Start the server (on the same port each time) and wait until it accepts."""
+        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
+        await _as_postgres("pg_ctl", "-D", str(self.directory), "-o", options, "-w", "start")
+
+    async def stop(self) -> None:
+        """Stop the server at once (``-m fast``): every connection to it breaks."""
+        await _as_postgres("pg_ctl", "-D", str(self.directory), "-m", "fast", "-w", "stop")
+
+
+def _pg_bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else name
+
+
+async def _as_postgres(tool: str, *args: str) -> None:
+    """Run PostgreSQL's ``tool`` (as the ``postgres`` user when we are root)."""
+    command = [_pg_bin(tool), *args]
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", "postgres", "--", *command]
+    await anyio.run_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@contextlib.asynccontextmanager
+async def private_cluster(port: int) -> AsyncIterator[PrivateCluster]:
+    """A `PrivateCluster` on ``port``, started; stopped and removed after."""
+    with tempfile.TemporaryDirectory(prefix="lockgate-pg-") as tmp:
+        directory = Path(tmp) / "data"
+        if os.geteuid() == 0:
+            shutil.chown(tmp, user="postgres", group="postgres")
+        await _as_postgres("initdb", "-D", str(directory), "-A", "trust", "-U", "postgres")
+        cluster = PrivateCluster(directory, port)
+        await cluster.start()
+        try:
+            yield cluster
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(subprocess.CalledProcessError):
+                await cluster.stop()

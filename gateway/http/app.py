@@ -26,6 +26,7 @@ from gateway.http.webpage import web_routes
 from gateway.mcp.http_fast_path import FastPath
 from gateway.mcp.server import build_server
 from gateway.metrics import metrics_endpoint
+from gateway.store_health import with_store
 from policies.scopes import HeldScopes
 
 __all__ = ["build_app", "security_settings"]
@@ -53,7 +54,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
     mcp_app = FastPath(StreamableHTTPASGIApp(manager), server, manager, metrics=gateway.metrics)
 
     async def healthz(request: Request) -> JSONResponse:
-        health = gateway.health()
+        health = with_store(gateway.health(), gateway.store)  # degraded while it is away
         return JSONResponse(health, status_code=200)
 
     render_metrics = metrics_endpoint(gateway.metrics)

@@ -3,8 +3,9 @@
 The pool opens on first use, after the schema is migrated (`gateway.postgres.migrations`).
 Every query goes through `Database.run`, which maps an unreachable server to
 `toolsets.errors.StoreUnavailable` naming host, port and the fix, and rides out a short outage:
-a connection that broke (a server restart) is replaced and the work tried again, for up to
-``connect_timeout`` seconds. The pool recovers by itself; the gateway is never restarted.
+a connection that broke (a server restart) is closed, replaced and the work tried again, for up
+to ``connect_timeout`` seconds. The pool recovers by itself; the gateway is never restarted.
+`Database.health` says whether the server was reachable at last use (for ``/healthz``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncpg
 from gateway.config.storage import redact_dsn
 from gateway.postgres.migrations import migrate
 from gateway.postgres.settings import PostgresSettings
+from gateway.store_health import StoreHealth
 from toolsets.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -36,6 +38,9 @@ TRANSIENT: Final[tuple[type[BaseException], ...]] = (
     asyncpg.InterfaceError,
     asyncpg.exceptions.OperatorInterventionError,  # shutting down, starting up
     asyncpg.exceptions.TooManyConnectionsError,
+    # A connection the server dropped mid-protocol (a stop), seen on its next use as "cannot
+    # switch to state N; another operation is in progress": that connection is done for.
+    asyncpg.exceptions.InternalClientError,
 )
 """Errors that say the server cannot be reached right now (it may come back)."""
 _CONNECT_ERRORS: Final[tuple[type[BaseException], ...]] = (*TRANSIENT, asyncpg.PostgresError)
@@ -75,6 +80,24 @@ class Database:
         self._pool: asyncpg.Pool | None = None
         self._opening = anyio.Lock()
         self._closed = False
+        self._outage: str | None = None  # why the server is unreachable, while it is
+
+    def health(self) -> StoreHealth:
+        """Whether the server answered at last use (or the notifications' connection is up)."""
+        return StoreHealth(name=self.settings.where, up=self._outage is None, detail=self._outage)
+
+    def went_away(self, error: BaseException) -> None:
+        """Record that the server cannot be reached (``error`` says why); see `health`."""
+        if self._outage is None:
+            self._outage = str(
+                error if isinstance(error, StoreUnavailable) else unreachable(self.settings, error)
+            )
+
+    def came_back(self) -> None:
+        """Record that the server answered again; see `health`."""
+        if self._outage is not None:
+            log.info("%s is reachable again", self.settings.where)
+        self._outage = None
 
     async def connect(self) -> asyncpg.Connection:
         """A connection of its own (not from the pool), ``search_path`` set to the schema.
@@ -152,15 +175,18 @@ class Database:
             try:
                 pool = await self.pool()
                 async with pool.acquire(timeout=self.settings.connect_timeout) as conn:
-                    return await work(conn)
+                    result = await _on_sound(conn, work)
+                self.came_back()
+                return result
             except StoreUnavailable as exc:
                 failure: BaseException = exc
             except TRANSIENT as exc:
                 failure = exc
             if anyio.current_time() + pause > deadline:
-                if isinstance(failure, StoreUnavailable):
-                    raise failure
-                raise unreachable(self.settings, failure) from None
+                error = failure if isinstance(failure, StoreUnavailable) else None
+                error = error or unreachable(self.settings, failure)
+                self.went_away(error)
+                raise error from None
             log.debug("database unreachable, trying again: %r", failure)
             await anyio.sleep(pause)
             pause = min(pause * 2, 0.5)
@@ -178,3 +204,13 @@ class Database:
                 await pool.close()  # waits for connections in use to be released
             if waited.cancelled_caught:
                 pool.terminate()
+
+
+async def _on_sound(conn: Conn, work: Callable[[Conn], Awaitable[T]]) -> T:
+    """``work(conn)``; a connection that broke under it is closed, so the pool never hands it
+    out again (asyncpg would, and every later use would fail)."""
+    try:
+        return await work(conn)
+    except TRANSIENT:
+        conn.terminate()
+        raise

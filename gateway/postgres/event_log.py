@@ -5,12 +5,14 @@ every replica's events back, in one order, into a bus of its own.
 
 - the writer reads the replica's own bus and appends its events in batches (one statement
   each, see `gateway.postgres.event_tables` for why rows commit in ``seq`` order), then
-  ``NOTIFY``s; a batch the database refused is held and tried again (bounded; what is dropped
-  is logged with a count). The append answers with the rows this replica has not read yet,
-  the other replicas' before its own, and the writer publishes them: a busy replica reads as
-  it appends;
+  ``NOTIFY``s; a batch the database refused is held and tried again until it is written
+  (bounded; what is dropped is logged with a count). The append answers with the rows this
+  replica has not read yet, the other replicas' before its own, and the writer publishes
+  them: a busy replica reads as it appends;
 - the reader, told by a notification that another replica appended (or by a reconnect),
-  waits `_LINGER` for the writer to bring those rows, then reads what is still missing.
+  waits `_LINGER` for the writer to bring those rows, then reads what is still missing,
+  trying again until it could (`gateway.resilient`: neither task ends in an outage, and after
+  one the reader reads from the table what the lost notifications announced).
 
 Both publish, in ``seq`` order, every row not published yet into `EventLog.feed`, a separate
 `EventBus` whose ring holds the last events of the whole cluster. A replica takes its own
@@ -41,7 +43,7 @@ from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import CONTROL_TYPES, Event
 from gateway.postgres.database import Conn, Database
 from gateway.postgres.notify import Notifications, new_liveness_key
-from toolsets.errors import StoreUnavailable
+from gateway.resilient import until_done
 
 __all__ = ["EventLog"]
 
@@ -53,7 +55,6 @@ next append to bring the rows it announces (before the reader reads them)."""
 _BATCH: Final = 500
 _HELD_MAX: Final = 10_000
 _TRIM_EVERY: Final = 1000
-_RETRY_MAX: Final = 5.0
 
 
 _READ: Final = """SELECT seq, id, CASE WHEN replica <> $3 THEN body::text END FROM events
@@ -161,18 +162,7 @@ class EventLog:
             async for event in sub:
                 self._hold([event])
                 await anyio.sleep(_LINGER)  # others join the batch: one statement for all
-                await self._flush_retrying()
-
-    async def _flush_retrying(self) -> None:
-        pause = 0.1
-        while True:
-            try:
-                await self._flush()
-                return
-            except StoreUnavailable as exc:
-                log.error("event log not written (%s); %d events held", exc, len(self._held))
-                await anyio.sleep(pause)
-                pause = min(pause * 2, _RETRY_MAX)
+                await until_done(self._flush, what="event log: appending", logger=log)
 
     async def _flush(self) -> None:
         """Append what is held (and what the subscription has buffered) in one transaction."""
@@ -231,11 +221,11 @@ class EventLog:
             if not self._reread and self._announced <= self._last:
                 continue
             self._reread = False
-            try:
-                while await self._read_some():
-                    pass
-            except StoreUnavailable as exc:  # the reconnect (``on_connect``) wakes it again
-                log.warning("event log not read (%s); waiting for the database", exc)
+            await until_done(self._read_rest, what="event log: reading", logger=log)
+
+    async def _read_rest(self) -> None:
+        while await self._read_some():
+            pass
 
     def _notified(self, payload: str) -> None:
         """Rows up to ``seq`` N were appended (``payload``: ``"N tag"``): read them unless this

@@ -4,7 +4,10 @@ changes and holds the replica's liveness lock; it reconnects by itself.
 A transition committed by any replica fires ``NOTIFY <schema>_pending, '<id>'`` (a trigger,
 see `gateway.postgres.migrations`), so the replica holding that call wakes at once. While the
 connection is down notifications are lost: after every (re)connect ``on_connect`` runs, and
-the store wakes all its waiters to re-read.
+the store wakes all its waiters to re-read (the event log reads what it missed from the table).
+The connection is the replica's first to see an outage: losing it marks the database away
+(`Database.went_away`), reconnecting marks it back, and reconnects are retried until they
+succeed, whatever fails (`gateway.resilient.until_done`).
 
 The liveness lock is a session advisory lock ``(LIVENESS_CLASS, key)``: the server drops it
 with the connection, so a replica that died (even by SIGKILL) no longer holds it, and its
@@ -23,6 +26,7 @@ import asyncpg
 from anyio.abc import TaskStatus
 
 from gateway.postgres.database import TRANSIENT, Database
+from gateway.resilient import until_done
 from toolsets.errors import StoreUnavailable
 
 __all__ = ["LIVENESS_CLASS", "Notifications", "new_liveness_key"]
@@ -33,8 +37,6 @@ LIVENESS_CLASS: Final = 0x6C6B6774
 """The first key of every replica's liveness lock (``pg_locks.classid``): "lkgt"."""
 _PROBE_EVERY: Final = 5.0
 """Seconds between checks that an idle connection is still alive."""
-_MAX_PAUSE: Final = 1.0
-_PROBE_ERRORS: Final[tuple[type[BaseException], ...]] = (*TRANSIENT, asyncpg.PostgresError)
 
 
 def new_liveness_key() -> int:
@@ -76,48 +78,45 @@ class Notifications:
         """
         conn = await self._listening()
         task_status.started()
-        pause = 0.05
+        where = self._database.settings.where
         while True:
             try:
-                await self._until_lost(conn)
+                lost = await self._until_lost(conn)
             finally:
                 conn.terminate()
-            log.warning("notifications from %s lost; reconnecting", self._database.settings.where)
-            while True:
-                try:
-                    conn = await self._listening()
-                    break
-                except StoreUnavailable:
-                    await anyio.sleep(pause)
-                    pause = min(pause * 2, _MAX_PAUSE)
-            pause = 0.05
-            log.info("notifications from %s back", self._database.settings.where)
+            self._database.went_away(lost)
+            log.warning("notifications from %s lost; reconnecting", where)
+            conn = await until_done(self._listening, what="listening for notifications", logger=log)
 
     async def _listening(self) -> asyncpg.Connection:
         conn = await self._database.connect()
         try:
             await conn.execute("SELECT pg_advisory_lock($1, $2)", LIVENESS_CLASS, self._key)
             await conn.add_listener(self._channel, self._notified)
-        except TRANSIENT as exc:
+        except Exception as exc:
             conn.terminate()
-            raise StoreUnavailable(f"{self._database.settings.where}: {exc!r}") from None
+            if isinstance(exc, TRANSIENT):
+                raise StoreUnavailable(f"{self._database.settings.where}: {exc!r}") from None
+            raise
+        self._database.came_back()
         self._on_connect()
         return conn
 
     def _notified(self, conn: object, pid: int, channel: str, payload: object) -> None:
         self._on_notify(str(payload))
 
-    async def _until_lost(self, conn: asyncpg.Connection) -> None:
-        """Return when ``conn`` closes (the server went away) or stops answering a probe."""
+    async def _until_lost(self, conn: asyncpg.Connection) -> BaseException:
+        """Return when ``conn`` closes (the server went away) or stops answering a probe; why."""
         lost = anyio.Event()
         conn.add_termination_listener(lambda _conn: lost.set())
         while not conn.is_closed():
             with anyio.move_on_after(_PROBE_EVERY):
                 await lost.wait()
             if lost.is_set():
-                return
+                break
             try:  # a silently dropped connection (no FIN) shows only when used
                 with anyio.fail_after(_PROBE_EVERY):
                     await conn.fetchval("SELECT 1")
-            except _PROBE_ERRORS:
-                return
+            except Exception as exc:
+                return exc
+        return ConnectionError("the connection closed")

@@ -36,6 +36,7 @@ from gateway.approvals.records import PendingRecords
 from gateway.approvals.store import PendingListener, PendingStore
 from gateway.postgres.database import Conn, Database
 from gateway.postgres.notify import LIVENESS_CLASS, Notifications, new_liveness_key
+from gateway.store_health import StoreHealth
 
 __all__ = ["SAFETY_REREAD", "PostgresPendingRecords", "PostgresPendingStore"]
 
@@ -212,6 +213,10 @@ class PostgresPendingStore(PendingStore):
         records = PostgresPendingRecords(database, self.liveness_key)
         super().__init__(records, listener=listener, clock=clock, poll_interval=poll_interval)
         self._tg: TaskGroup | None = None
+
+    def health(self) -> StoreHealth:
+        """Whether the database can be reached (`Database.health`), for ``/healthz``."""
+        return self.database.health()
 
     async def close(self) -> None:
         """Stop listening and close the database's pool."""

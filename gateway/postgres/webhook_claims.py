@@ -12,18 +12,15 @@ import hashlib
 import logging
 from typing import Final
 
-import anyio
-
 from gateway.events.model import Event
 from gateway.postgres.database import Conn, Database
-from toolsets.errors import StoreUnavailable
+from gateway.resilient import until_done
 
 __all__ = ["WebhookClaims", "webhook_key"]
 
 log = logging.getLogger("lockgate.postgres")
 
 _TRIM_EVERY: Final = 1000
-_RETRY_MAX: Final = 5.0
 
 
 def webhook_key(url: str) -> str:
@@ -49,18 +46,17 @@ class WebhookClaims:
         While the database cannot be reached, waits for it (the delivery queue holds the
         events meanwhile): a claim is never guessed.
         """
-        key, pause = webhook_key(url), 0.1
-        while True:
-            try:
-                won = await self._database.run(lambda conn: self._claim(conn, event.id, key))
-                break
-            except StoreUnavailable as exc:
-                log.error("webhook claim for event %s not recorded (%s); waiting", event.id, exc)
-                await anyio.sleep(pause)
-                pause = min(pause * 2, _RETRY_MAX)
+        key = webhook_key(url)
+
+        async def claim() -> bool:
+            return await self._database.run(lambda conn: self._claim(conn, event.id, key))
+
+        won = await until_done(claim, what=f"webhook claim for event {event.id}", logger=log)
         self._claimed += 1
         if self._claimed % _TRIM_EVERY == 0:
-            await self._database.run(_trim)
+            await until_done(
+                lambda: self._database.run(_trim), what="webhook claims: trim", logger=log
+            )
         return won
 
     async def _claim(self, conn: Conn, event_id: str, key: str) -> bool:

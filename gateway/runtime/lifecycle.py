@@ -12,6 +12,7 @@ import anyio
 from gateway.config.model import GatewayConfig
 from gateway.events import tool_events as event_types
 from gateway.events.webhooks import WebhookSink
+from gateway.resilient import keep_going
 from gateway.runtime.parts import Parts
 from toolsets._sdk_compat import check_sdk
 from toolsets.errors import LockgateError
@@ -125,10 +126,10 @@ class GatewayRuntime:
             tg.start_soon(self._announce_reloads)
 
     async def _sweep_expired(self) -> None:
-        # Expiry is its own outcome: announce it (and keep the pending gauge honest).
-        while True:
-            await self._parts.approvals.store.sweep_expired()  # its listener announces each
-            await anyio.sleep(SWEEP_INTERVAL)
+        # Expiry is its own outcome: announce it (and keep the pending gauge honest). A sweep
+        # that fails (the store is away) is tried again: it never ends the gateway's tasks.
+        sweep = self._parts.approvals.store.sweep_expired  # its listener announces each
+        await keep_going(sweep, what="expiry sweep", every=SWEEP_INTERVAL)
 
     async def _follow_pin_acceptances(self) -> None:
         # A definition accepted on any replica is served here too (pins are shared).
@@ -139,11 +140,13 @@ class GatewayRuntime:
                 await self._parts.catalogue.changed(str(event.data.get("server", "")))
 
     async def _announce_reloads(self) -> None:
+        await keep_going(self._announce_reload, what="policy reload announcement")
+
+    async def _announce_reload(self) -> None:
         # A new policy can show or hide tools: clients re-list.
-        while True:
-            if not await self._parts.policy.wait_reload():
-                await self._parts.readiness.check_policy_names()
-                await self._parts.catalogue.tell("policy")
+        if not await self._parts.policy.wait_reload():
+            await self._parts.readiness.check_policy_names()
+            await self._parts.catalogue.tell("policy")
 
     async def _status(self, server: str, status: UpstreamStatus, detail: str) -> None:
         level = logging.INFO if status == "up" else logging.WARNING
