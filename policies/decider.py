@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from policies.holder import PolicyHolder
 from policies.session import SessionState
+from toolsets.canonical import canonical_json
 from toolsets.context import CallContext
 from toolsets.decision import Decision
 from toolsets.tooldef import ToolDef
@@ -69,7 +70,9 @@ class PolicyDecider:
 
     def visibility_key(self, ctx: CallContext) -> Hashable:
         """Contexts with equal keys see the same tools (`visible` reads nothing else): the
-        principal, the policy, and what of the session the policy's listing reads."""
+        principal (its claims too: conditions read ``principal.claims``), the policy, and what
+        of the session the policy's listing reads."""
         principal, engine = ctx.principal, self.policy.current
         session = engine.session_key(self.sessions.get(ctx)) if engine.reads_session else None
-        return (principal.id, principal.roles, principal.tenant, engine.version, session)
+        claims = canonical_json(principal.claims) if principal.claims else None
+        return (principal.id, principal.roles, principal.tenant, claims, engine.version, session)

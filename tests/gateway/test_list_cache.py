@@ -232,12 +232,6 @@ rules:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PolicyDecider.visibility_key (policies/decider.py) leaves principal.claims out, so "
-    "the chain's listing cache shows the first caller's listing to a caller with the same id "
-    "and other claims (SDK path and fast path alike)",
-)
 async def test_callers_alike_but_for_their_claims_each_see_what_their_claims_allow(
     tmp_path: Path,
 ) -> None:
