@@ -72,11 +72,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _audit_source(parser: argparse.ArgumentParser) -> None:
-    """``--db`` or ``-c``: the log a command reads."""
-    parser.add_argument(
+    """``--db`` or ``-c`` (one of them): the log a command reads."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
         "--db", metavar="PATH", help="an audit log file (SQLite); else the config's log"
     )
-    parser.add_argument(
+    source.add_argument(
         "--config",
         "-c",
         metavar="PATH",

@@ -412,7 +412,19 @@ def test_doctor_names_every_unset_variable_of_the_config(tmp_path: Path) -> None
         [],
         storage={"backend": "postgres", "dsn": "env:LOCKGATE_TEST_UNSET_DSN"},
         approvals={"request_state_key": f"env:{UNSET}"},
-        auth={"approvers": [{"id": "user:a", "token": "env:LOCKGATE_TEST_UNSET_TOKEN"}]},
+        auth={
+            "approvers": [{"id": "user:a", "token": "env:LOCKGATE_TEST_UNSET_TOKEN"}],
+            "jwt": [
+                {
+                    "issuer": "https://issuer.example",
+                    "audience": "lockgate",
+                    "id_prefix": "idp:",
+                    "as": ["agent"],
+                    "algorithms": ["HS256"],
+                    "secret": "env:LOCKGATE_TEST_UNSET_SECRET",
+                }
+            ],
+        },
     )
     doctor = lockgate("doctor", "-c", str(config))
     problems = [line for line in doctor.stdout.splitlines() if line.startswith("  - ")]
@@ -421,6 +433,8 @@ def test_doctor_names_every_unset_variable_of_the_config(tmp_path: Path) -> None
         "storage.dsn",
         "auth.approvers.0.token",
         "approvals.request_state_key",
+        "auth.jwt.0.secret",  # a check that needs the gateway's code: serve's, run by doctor
     ]
-    for name in ("LOCKGATE_TEST_UNSET_DSN", "LOCKGATE_TEST_UNSET_TOKEN", UNSET):
+    names = ("LOCKGATE_TEST_UNSET_DSN", "LOCKGATE_TEST_UNSET_TOKEN", UNSET, "_UNSET_SECRET")
+    for name in names:
         assert name in doctor.stdout
