@@ -2,7 +2,8 @@
 
 Examples::
 
-    python -m bench                       # everything, a few minutes; writes bench/RESULTS.md
+    python -m bench                       # everything, a few minutes; writes bench/out/
+    python -m bench --update-results      # the same, rewriting the committed bench/RESULTS.md
     python -m bench --quick --out /tmp/b  # tiny smoke run
     python -m bench --only 'http/*/echo*' --rounds 9
     python -m bench profile --calls 3000  # where the gateway's time goes
@@ -22,14 +23,21 @@ from bench.procs import REPO
 from bench.report import table, write
 from bench.runner import QUICK, Bench, Settings
 
+COMMITTED = REPO / "bench"
+"""Where the committed ``RESULTS.md`` and ``results.json`` live (``--update-results``)."""
+OUT = COMMITTED / "out"
+"""Where a run writes by default: untracked (``.gitignore``)."""
+
 METHODOLOGY = """\
 ## How to run it
 
 `python -m bench` (from the repository root, in the venv; a few minutes) runs every scenario
-and rewrites this file and `bench/results.json`. `--quick` is the smoke run, `--rounds`,
-`--calls`, `--eras legacy modern`, `--transports http stdio`, `--only 'http/*/echo*'` narrow it,
-`--no-audit` turns the audit log off, `--policy bench/policy_limited.yaml` runs the gateway with
-a rate limit on every allowed call, `--out DIR` writes elsewhere. `python -m bench profile`
+and writes `RESULTS.md` and `results.json` into the untracked `bench/out/`; `--update-results`
+rewrites this file and `bench/results.json` instead (never with `--quick`). `--quick` is the
+smoke run, `--rounds`, `--calls`, `--eras legacy modern`, `--transports http stdio`,
+`--only 'http/*/echo*'` narrow it, `--no-audit` turns the audit log off,
+`--policy bench/policy_limited.yaml` runs the gateway with a rate limit on every allowed call,
+`--out DIR` writes elsewhere. `python -m bench profile`
 samples the gateway with py-spy during the sequential echo scenario and prints where the time
 goes (`pip install py-spy`).
 
@@ -63,7 +71,8 @@ goes (`pip install py-spy`).
   close it must come."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m bench``."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("mode", nargs="?", choices=["run", "profile"], default="run")
     parser.add_argument("--quick", action="store_true", help="a tiny run (the smoke test)")
@@ -88,11 +97,30 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the client declares elicitation, sampling and roots (an upstream may ask it)",
     )
-    parser.add_argument("--out", type=Path, default=REPO / "bench", help="results directory")
+    parser.add_argument(
+        "--out", type=Path, help=f"results directory (default {OUT.relative_to(REPO)}, untracked)"
+    )
+    parser.add_argument(
+        "--update-results",
+        action="store_true",
+        help=f"rewrite the committed {COMMITTED.relative_to(REPO)}/RESULTS.md and results.json "
+        "(not with --quick or --out)",
+    )
     parser.add_argument("--rate", type=int, default=250, help="profile: samples per second")
     parser.add_argument("--tool", choices=["echo", "big"], default="echo", help="profile: tool")
     parser.add_argument("--gil", action="store_true", help="profile: GIL holder only (Python CPU)")
     return parser
+
+
+def results_dir(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
+    """Where the results go: ``--out``, the committed files when asked, else `OUT`."""
+    if not args.update_results:
+        return Path(args.out or OUT)
+    if args.quick:
+        parser.error("--update-results: a --quick run never replaces the committed results")
+    if args.out is not None:
+        parser.error("--update-results writes the committed results: leave out --out")
+    return COMMITTED
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -110,7 +138,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})
 
 
-async def _run(args: argparse.Namespace) -> None:
+async def _run(args: argparse.Namespace, out: Path) -> None:
     settings = _settings(args)
     with tempfile.TemporaryDirectory(prefix="lockgate-bench-") as tmp:
         if args.mode == "profile":
@@ -122,13 +150,15 @@ async def _run(args: argparse.Namespace) -> None:
                 print(await profile(Path(tmp), run), flush=True)
             return
         rows = await Bench(settings, Path(tmp)).run()
-    json_path, md_path = write(rows, settings, args.out, METHODOLOGY)
+    json_path, md_path = write(rows, settings, out, METHODOLOGY)
     print(table(rows))
     print(f"\nwrote {json_path} and {md_path}")
 
 
 def main() -> None:
-    anyio.run(_run, _parser().parse_args())
+    parser = build_parser()
+    args = parser.parse_args()
+    anyio.run(_run, args, results_dir(parser, args))
 
 
 if __name__ == "__main__":

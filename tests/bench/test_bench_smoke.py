@@ -1,4 +1,5 @@
-"""The benchmark runs end to end in a tiny configuration and writes its table and JSON."""
+"""The benchmark runs end to end in a tiny configuration and writes its table and JSON, into an
+untracked folder unless asked to update the committed results (never by a quick run)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,21 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from bench.__main__ import COMMITTED, OUT, build_parser, results_dir
 from bench.profiling import read_stacks, summary
 
 REPO = Path(__file__).resolve().parents[2]
+TRACKED = ("RESULTS.md", "results.json")
+
+
+def _tracked() -> dict[str, bytes]:
+    return {name: (COMMITTED / name).read_bytes() for name in TRACKED}
 
 
 def test_quick_bench_measures_direct_and_gateway_and_writes_results(tmp_path: Path) -> None:
+    before = _tracked()
     command = [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)]
     command += ["--transports", "http", "stdio", "--eras", "legacy", "modern"]
     command += ["--only", "http/legacy/echo seq*,stdio/modern/echo seq*"]
@@ -21,6 +31,7 @@ def test_quick_bench_measures_direct_and_gateway_and_writes_results(tmp_path: Pa
         command, check=False, cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+    assert _tracked() == before
 
     rows = json.loads((tmp_path / "results.json").read_text())["rows"]
     keys = {row["key"] for row in rows}
@@ -42,6 +53,47 @@ def test_quick_bench_measures_direct_and_gateway_and_writes_results(tmp_path: Pa
     markdown = (tmp_path / "RESULTS.md").read_text()
     assert "| http | legacy | echo sequential |" in markdown
     assert "mcp 2." in markdown
+
+
+def test_a_run_writes_to_an_untracked_folder_unless_asked_to_update_the_committed_results() -> None:
+    parser = build_parser()
+    assert results_dir(parser, parser.parse_args([])) == OUT
+    assert results_dir(parser, parser.parse_args(["--quick"])) == OUT
+    assert results_dir(parser, parser.parse_args(["--out", "/tmp/b"])) == Path("/tmp/b")
+    assert results_dir(parser, parser.parse_args(["--update-results"])) == COMMITTED
+    for name in TRACKED:
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", str(OUT / name)], check=False, cwd=REPO
+        )
+        assert ignored.returncode == 0, f"bench/out/{name} is not ignored by git"
+    listed = subprocess.run(
+        ["git", "ls-files", *(f"bench/{name}" for name in TRACKED)],
+        check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert listed.stdout.split() == [f"bench/{name}" for name in TRACKED]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--quick"], "a --quick run never replaces the committed results"),
+        (["--out", "elsewhere"], "leave out --out"),
+    ],
+)
+def test_update_results_is_refused_with_quick_or_out_before_anything_runs(
+    extra: list[str], message: str
+) -> None:
+    before = _tracked()
+    command = [sys.executable, "-m", "bench", "--update-results", *extra]
+    done = subprocess.run(
+        command, check=False, cwd=REPO, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert _tracked() == before
 
 
 def test_profile_summary_ranks_packages_and_leaves_out_waits(tmp_path: Path) -> None:
