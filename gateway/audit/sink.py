@@ -40,7 +40,8 @@ AUDITED: Final = (
 """What `AuditSink` logs by default (a gap entry shows where events were lost)."""
 RETRY_FIRST: Final = 0.2
 """Seconds before the first retry of a failed write; doubles up to `RETRY_MAX`."""
-RETRY_MAX: Final = 10.0
+RETRY_MAX: Final = 2.0
+"""The longest pause between retries, in seconds (held entries are written soon after a return)."""
 DRAIN_TIMEOUT: Final = 5.0
 """Seconds the sink keeps trying to write what it holds when the gateway stops."""
 
@@ -148,24 +149,28 @@ class AuditSink:
             await self._write_held()
 
     async def _write_held(self) -> None:
-        """Write what the sink holds, retrying with backoff until the log takes it."""
-        delay = RETRY_FIRST
+        """Write what the sink holds, retrying with backoff until the log takes it (the failure
+        is logged once, and again when the log takes the entries)."""
+        delay, failures = RETRY_FIRST, 0
         while True:
             try:
                 await self._flush([], durable=False)
             except Exception as exc:
-                logger.error(
-                    "audit log %s not written (%r); %d entries held, retrying in %.1f s",
-                    self.path,
-                    exc,
-                    len(self._held),
-                    delay,
-                )
+                failures += 1
+                if failures == 1:
+                    logger.error(
+                        "audit log %s not written (%r); %d entries held, retrying",
+                        self.path,
+                        exc,
+                        len(self._held),
+                    )
                 await anyio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
             else:
-                if delay > RETRY_FIRST:
-                    logger.warning("audit log %s written again", self.path)
+                if failures:
+                    logger.warning(
+                        "audit log %s written again after %d failed tries", self.path, failures
+                    )
                 return
 
     async def _flush(self, extra: list[Event], *, durable: bool) -> None:
