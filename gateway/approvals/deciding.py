@@ -107,16 +107,23 @@ class Decisions:
 
     async def _check_tool(self, call: PendingCall, by: Principal, channel: str) -> None:
         """Refuse approving a call whose tool is gone for now (it stays pending) or changed
-        since it was held (it ends ``failed``, not run)."""
+        since it was held: accepted since, or in quarantine (it ends ``failed``, not run)."""
         tool = await self.tools.current(call.tool)
-        if tool is None:
+        if tool is None and self.tools.quarantined(call.tool):
+            reason = (
+                f"tool {call.tool!r} changed upstream since this call was held; it was not run:"
+                " the new definition waits for review by an approver"
+                f" (`lockgate pins diff {call.tool}`)"
+            )
+        elif tool is None:
             raise DecisionRefused(
                 f"tool {call.tool!r} is not available now (its server may be down or starting); "
                 "the call stays pending: decide again once it is back"
             )
-        if tool.pin == call.tool_pin:
+        elif tool.pin == call.tool_pin:
             return
-        reason = f"tool {call.tool!r} changed since this call was held; it was not run"
+        else:
+            reason = f"tool {call.tool!r} changed since this call was held; it was not run"
         update: dict[str, Any] = {"decided_by": by.id, "decision": "error", "channel": channel}
         update |= {"error": reason, "message": reason}
         await self.outcomes.announce(replace(call, state="failed", **update))

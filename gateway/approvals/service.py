@@ -14,7 +14,7 @@ from gateway.approvals.editing import EditCheck, SessionLoader
 from gateway.approvals.grant_store import GrantStore
 from gateway.approvals.granting import Grants
 from gateway.approvals.grants import GrantRequest
-from gateway.approvals.known_tools import Catalogue, KnownTools
+from gateway.approvals.known_tools import Catalogue, KnownTools, Quarantine
 from gateway.approvals.opening import Openings
 from gateway.approvals.outcomes import Outcomes
 from gateway.approvals.pending import PendingCall
@@ -35,6 +35,7 @@ class ApprovalService:
         store: The pending calls.
         policy: Decides an edited call again.
         catalogue: The served catalogue (a call's tool as it is now).
+        quarantine: Which tools the catalogue leaves out while a changed definition waits.
         record: Puts an event on record (audit log, durably), then publishes it.
         validators: The tools' input schema validators (for edits).
         sessions: Session states, for deciding an edit again (None: none).
@@ -48,6 +49,7 @@ class ApprovalService:
         policy: PolicyHolder,
         *,
         catalogue: Catalogue,
+        quarantine: Quarantine | None = None,
         record: ApprovalRecorder,
         validators: SchemaValidators,
         sessions: SessionLoader | None = None,
@@ -59,7 +61,7 @@ class ApprovalService:
         self.record = record
         self.closing = False
         """Set when the gateway stops: a held call whose wait is cancelled then stays pending."""
-        self.tools = KnownTools(catalogue)
+        self.tools = KnownTools(catalogue, quarantine)
         self.grants = Grants(grant_store, store, record, clock=store.now)
         self.openings = Openings(store, record, max_pending=max_pending)
         self.outcomes = Outcomes(store, record, self.tools)

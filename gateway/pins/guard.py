@@ -6,6 +6,11 @@ that changed is quarantined, served with a warning, or accepted, per ``pins.on_c
 title, description, schemas, annotations) and ``pins.on_metadata_change`` (the rest). A
 quarantined tool is neither listed nor callable until an approver accepts the new definition;
 the change is announced as ``tool.pin_changed`` with its diff.
+
+The store is shared by every process on the same config (a second ``lockgate`` command, other
+replicas): `gateway.pins.follow.PinFollower` brings what they record into a serving process
+(`changed_elsewhere`, then `adopt`). A quarantine recorded elsewhere holds the tool here too,
+whatever definition this process's upstream shows, until an approver accepts it.
 """
 
 from __future__ import annotations
@@ -68,12 +73,15 @@ class ToolPins:
         self._pins: dict[tuple[str, str], PinRecord] | None = None
         self._names: dict[str, tuple[str, str]] = {}
         self._held: dict[str, ToolDef] = {}
+        self._elsewhere: set[tuple[str, str]] = set()
+        """Keys held on another process's word: this process has not seen their change."""
         self._lock = anyio.Lock()
         self._version = 0
 
     @property
     def version(self) -> int:
-        """Changes when a definition is accepted (the next review may serve it)."""
+        """Changes when a definition is accepted here or pins change elsewhere (the next review
+        may answer differently)."""
         return self._version
 
     async def review(self, tools: Mapping[str, ToolDef]) -> frozenset[str]:
@@ -91,9 +99,13 @@ class ToolPins:
         """The definition of ``name`` held in quarantine by the last review, and its pin."""
         tool, key = self._held.get(name), self._names.get(name)
         found = self._pins.get(key) if key is not None and self._pins is not None else None
-        if tool is None or found is None or found.changed_pin != tool.pin:
+        if tool is None or found is None or not found.quarantined:
             return None
         return tool, found
+
+    def waits_for_review(self, name: str) -> bool:
+        """Whether the tool exposed as ``name`` is held: a changed definition waits for review."""
+        return self.quarantined(name) is not None
 
     async def list(self, *, everything: bool = False) -> builtins.list[PinRecord]:
         """The quarantined pins (``everything``: every pin), by exposed name."""
@@ -141,15 +153,39 @@ class ToolPins:
             accepted = current.accept(pin, current.changed, by=by.id, at=self._clock())
             await self._record(event_types.pin_accepted(current.to_json(diff=True), by.id))
             await self._save(accepted)
+            self._elsewhere.discard(accepted.key)
             self._version += 1
         log.warning("%s: new definition %s accepted by %s", name, pin[:12], by.id)
         return accepted
 
-    async def reload(self) -> None:
-        """Forget the pins read so far: the next review reads the store again (another replica
-        sharing it accepted a definition)."""
+    async def changed_elsewhere(self) -> frozenset[str]:
+        """The servers whose pins in the store differ from those this process holds: another
+        process (or replica) sharing the store changed them. Nothing changes here."""
+        if self._pins is None:  # nothing read yet: the first review reads the store
+            return frozenset()
+        async with self._lock:  # not while a review saves
+            stored = {p.key: p for p in await self.store.load()}
+            mine = self._pins or {}
+        return frozenset(k[0] for k in stored.keys() | mine.keys() if stored.get(k) != mine.get(k))
+
+    async def shows(self, server: str, tool: str, pin: str) -> bool:
+        """Whether the store has accepted ``pin`` for ``tool`` of ``server`` (an acceptance put
+        on record may reach another process before its pin is saved)."""
+        return any(p.key == (server, tool) and p.pin == pin for p in await self.store.load())
+
+    async def adopt(self) -> None:
+        """Take the pins as the store has them now (after `changed_elsewhere`): the next review
+        checks against them; a quarantine recorded elsewhere holds here until accepted."""
         async with self._lock:
-            self._pins, self._version = None, self._version + 1
+            stored, mine = await self.store.load(), self._pins or {}
+            for record in stored:
+                if not record.quarantined:
+                    self._elsewhere.discard(record.key)
+                elif mine.get(record.key) != record:
+                    self._elsewhere.add(record.key)
+            self._pins = {p.key: p for p in stored}
+            self._names = {p.name: p.key for p in stored}
+            self._version += 1
 
     async def _loaded(self) -> dict[tuple[str, str], PinRecord]:
         if self._pins is None:
@@ -172,18 +208,22 @@ class ToolPins:
             await self._save(first)
             return False
         found = found if found.name == name else replace(found, name=name)
+        if tool.pin == found.pin and found.quarantined and key in self._elsewhere:
+            return True  # another process saw the change; this one may list a stale definition
         if tool.pin == found.pin:
             if found.quarantined or found is not pins[key]:  # back to the accepted definition
                 await self._save(replace(found, changed_pin=None, changed=None, changed_at=None))
             return False
         if tool.pin == found.changed_pin:
+            self._elsewhere.discard(key)  # seen here too: a revert seen here lifts it
             return True
         change = found.hold(tool.pin, definition, at=now)
         action = self._action(change.fields())
-        await self._announce(change, action)
-        if action == "quarantine":
+        if action == "quarantine":  # saved first: others follow the event by reading the store
             await self._save(change)
+            await self._announce(change, action)
             return True
+        await self._announce(change, action)
         await self._save(found.accept(tool.pin, definition, by="pins.on_change", at=now))
         return False
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import anyio
+
 from gateway.pins.record import PinRecord
 
 __all__ = ["PinStore"]
 
 
 class PinStore(ABC):
-    """Loads every pin once and writes each change through."""
+    """Loads every pin once and writes each change through; a store other processes share
+    also tells when they may have written (`changed`)."""
 
     @abstractmethod
     async def load(self) -> list[PinRecord]:
@@ -24,6 +27,11 @@ class PinStore(ABC):
     @abstractmethod
     async def save(self, record: PinRecord) -> None:
         """Insert or replace the pin of ``record.key``; durable when it returns."""
+
+    async def changed(self) -> None:
+        """Return when another process may have changed the pins (the first call returns at
+        once); never, for a store nobody shares or whose changes arrive as events."""
+        await anyio.sleep_forever()
 
     @abstractmethod
     async def close(self) -> None:

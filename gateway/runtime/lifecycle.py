@@ -12,6 +12,7 @@ import anyio
 from gateway.config.model import GatewayConfig
 from gateway.events import tool_events as event_types
 from gateway.events.webhooks import WebhookSink
+from gateway.pins.follow import PinFollower
 from gateway.resilient import keep_going
 from gateway.runtime.parts import Parts
 from toolsets._sdk_compat import check_sdk
@@ -117,8 +118,7 @@ class GatewayRuntime:
         sweeper = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(sweeper.cancel_scope.cancel)
         sweeper.start_soon(self._sweep_expired)
-        if self._parts.events.cluster is not None:
-            sweeper.start_soon(self._follow_pin_acceptances)
+        sweeper.start_soon(self._follow_pins)
         if self._config.policies.watch and self._config.policies.files:
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
@@ -131,13 +131,12 @@ class GatewayRuntime:
         sweep = self._parts.approvals.store.sweep_expired  # its listener announces each
         await keep_going(sweep, what="expiry sweep", every=SWEEP_INTERVAL)
 
-    async def _follow_pin_acceptances(self) -> None:
-        # A definition accepted on any replica is served here too (pins are shared).
-        stream = self._parts.events.stream
-        async with stream.subscribe(["tool.pin_accepted"], name="pins") as accepted:
-            async for event in accepted:
-                await self._parts.pins.reload()
-                await self._parts.catalogue.changed(str(event.data.get("server", "")))
+    async def _follow_pins(self) -> None:
+        # A pin changed by another process or replica (the store is shared) counts here too.
+        parts = self._parts
+        events = parts.events.stream if parts.events.cluster is not None else None
+        changed = parts.catalogue.changed
+        await PinFollower(parts.pins, parts.upstreams, changed=changed, events=events).run()
 
     async def _announce_reloads(self) -> None:
         await keep_going(self._announce_reload, what="policy reload announcement")

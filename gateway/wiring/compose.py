@@ -170,6 +170,7 @@ def _approvals(
     validators: SchemaValidators,
     sessions: SessionBook,
     served: Toolset,
+    pins: ToolPins,
     readiness: Readiness,
     shared: PostgresBackend | None,
 ) -> ApprovalService:
@@ -185,6 +186,7 @@ def _approvals(
             pending_store(config, listener, shared),
             policy,
             catalogue=catalogue,
+            quarantine=pins.waits_for_review,
             record=recorder.record,
             validators=validators,
             sessions=sessions,
@@ -220,6 +222,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         validators=validators,
         sessions=sessions,
         served=served,
+        pins=pins,
         readiness=readiness,
         shared=shared,
     )
