@@ -75,3 +75,15 @@ def first_line_with(stream: IO[str], text: str) -> str:
         if text in line:
             return line
     raise AssertionError(f"{text!r} never printed")
+
+
+def blocks(markdown: str, language: str) -> list[str]:
+    """The fenced blocks of ``markdown`` in ``language`` (``json``, ``yaml``, ``sh``), in order."""
+    return re.findall(rf"^```{re.escape(language)}\n(.*?)^```", markdown, flags=re.S | re.M)
+
+
+def block(markdown: str, language: str) -> str:
+    """The one fenced block of ``markdown`` in ``language``."""
+    found = blocks(markdown, language)
+    assert len(found) == 1, f"expected one {language} block, found {len(found)}"
+    return found[0]
