@@ -3,8 +3,8 @@
 Placed below validation and above the policy: a ``before_call`` hook sees validated arguments
 and may answer the call itself (nothing below runs) or replace the arguments, which are then
 validated again and decided by the policy like any others; an ``after_call`` hook sees the
-result and may replace it. Tools no hook selects pass straight through, and so do the calls a
-script or hook makes itself (``parent_call_id``): hooks never run around their own sub-calls.
+result and may replace it. Tools no hook selects pass straight through. A script's sub-calls
+enter the chain at its top and pass here like any call; the hooks skip their own sub-calls.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class HookedToolset(WrapperToolset):
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
-        if ctx.parent_call_id is not None or not self.hooks.selects(tool):
+        if not self.hooks.selects(tool):
             return await self.wrapped.call_tool(name, args, ctx, tool)
         before = await self.hooks.before(tool, args, ctx)
         if before.result is not None:

@@ -54,7 +54,59 @@ class HookConfig(SourceConfig):
 
 
 class SandboxConfig(Strict):
-    """The pool of sandbox worker processes (started and stopped with the gateway)."""
+    """The pool of sandbox worker processes (started and stopped with the gateway), and how
+    many runs of scripts and hooks may go on at once.
+
+    A script keeps its worker while it waits for a sub-call, so the runs its sub-calls start
+    (scripts, and hooks around them) never wait for a slot: past a bound they fail at once
+    with an error result naming it, their callers read the error and end. A top-level call's
+    run waits for a slot at most ``checkout_timeout``.
+    """
 
     min_workers: int = Field(1, ge=0, le=64, description="Workers kept warm.")
-    max_workers: int = Field(4, ge=1, le=64, description="Most runs at once; others wait.")
+    max_workers: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description=(
+            "Worker processes at most, so the most runs of scripts and hooks at once "
+            "gateway-wide; past it a top-level call's run waits up to checkout_timeout and "
+            "a run started by a script's sub-call fails at once."
+        ),
+    )
+    checkout_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description=(
+            "Seconds a top-level call's run waits for a free run slot, and any run for a "
+            "worker of the pool, before it fails."
+        ),
+    )
+    runs_per_principal: int = Field(
+        3,
+        ge=1,
+        le=64,
+        description=(
+            "Most runs at once of one principal, over all its sessions and calls (nested runs "
+            "included); below max_workers, so one principal cannot take every worker."
+        ),
+    )
+    runs_per_call: int = Field(
+        3,
+        ge=1,
+        le=64,
+        description=(
+            "Most runs at once within one top-level call: its script and the scripts and "
+            "hooks its sub-calls reach (a chain of scripts calling scripts)."
+        ),
+    )
+    sub_calls_per_call: int = Field(
+        100,
+        ge=0,
+        le=100_000,
+        description=(
+            "Gateway tool calls in all made by the runs within one top-level call (each run "
+            "also has its own limits.sub_calls)."
+        ),
+    )

@@ -7,11 +7,16 @@ policy) or ``{"result": VALUE}`` (answer the call with VALUE; nothing below runs
 ``structuredContent``, ``isError``) and returns None (keep it) or a replacement. ``tool`` is
 ``{"name", "server", "upstream_name"}``; ``ctx`` is the host module. A hook that fails or hits a
 limit fails the call closed: an error result naming the hook.
+
+Hooks run around a script's sub-calls too (they enter the chain at its top, above the hook
+step), but not around the sub-calls a hook makes itself: a hook calling the tools it selects
+would otherwise run around its own calls without end.
 """
 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -58,6 +63,7 @@ class ScriptHooks:
         ]
         self._host = host
         self._selected: dict[str, tuple[_Hook, ...]] = {}
+        self._running: Counter[str] = Counter()  # call id -> hook runs around it going on
 
     def selects(self, tool: ToolDef) -> bool:
         return bool(self._for(tool))
@@ -68,7 +74,12 @@ class ScriptHooks:
             found = self._selected[tool.name] = tuple(h for h in self._hooks if h.selects(tool))
         return found
 
+    def _made_by_hook(self, ctx: CallContext) -> bool:
+        return ctx.parent_call_id is not None and ctx.parent_call_id in self._running
+
     async def before(self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext) -> BeforeCall:
+        if self._made_by_hook(ctx):
+            return BeforeCall()
         changed: Mapping[str, Any] | None = None
         for hook in (h for h in self._for(tool) if h.before):
             inputs = {"tool": _tool(tool), "args": dict(changed or args)}
@@ -88,6 +99,8 @@ class ScriptHooks:
     async def after(
         self, tool: ToolDef, args: Mapping[str, Any], result: ToolResult, ctx: CallContext
     ) -> ToolResult:
+        if self._made_by_hook(ctx):
+            return result
         for hook in (h for h in self._for(tool) if h.after):
             inputs = {"tool": _tool(tool), "args": dict(args), "result": dict(result.wire)}
             try:
@@ -101,14 +114,20 @@ class ScriptHooks:
     async def _run(
         self, hook: _Hook, expression: str, inputs: dict[str, Any], ctx: CallContext
     ) -> Any:
-        return await self._host.run(
-            name=hook.config.name,
-            source=hook.source,
-            expression=expression,
-            inputs={ARGS: inputs},
-            limits=hook.config.limits,
-            ctx=ctx,
-        )
+        self._running[ctx.call_id] += 1
+        try:
+            return await self._host.run(
+                name=hook.config.name,
+                source=hook.source,
+                expression=expression,
+                inputs={ARGS: inputs},
+                limits=hook.config.limits,
+                ctx=ctx,
+            )
+        finally:
+            self._running[ctx.call_id] -= 1
+            if not self._running[ctx.call_id]:
+                del self._running[ctx.call_id]
 
 
 def _tool(tool: ToolDef) -> dict[str, Any]:

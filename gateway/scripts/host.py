@@ -21,7 +21,9 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic_monty import ExternalModule
 
+from gateway.scripts.feed import Answer
 from gateway.scripts.runtime import ScriptFailed
+from gateway.scripts.slots import CallTree
 from policies.decider import SessionSource
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 HOST_MODULES: Final = ("tools", "async_tools", "ctx")
+_VARIABLES: Final = ("get_variable", "set_variable", "remove_variable")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -78,29 +81,31 @@ def result_value(result: ToolResult) -> Any:
 
 @dataclass
 class Run:
-    """One run of a script or hook, made by the call in ``ctx``."""
+    """One run of a script or hook, made by the call in ``ctx``, within the runs of ``tree``."""
 
     name: str
     ctx: CallContext
     call: CallTool
     sessions: SessionSource
     max_sub_calls: int
+    tree: CallTree
     sub_calls: int = 0
-    over_limit: bool = field(default=False)
+    exceeded: str | None = field(default=None)
 
     def check(self) -> None:
-        """Raise if the run went over its sub-call cap (even if the code caught the error)."""
-        if self.over_limit:
-            raise ScriptFailed(
-                f"{self.name} hit its sub-call limit ({self.max_sub_calls}, limits.sub_calls)"
-            )
+        """Raise if the run went over a sub-call limit (even if the code caught the error)."""
+        if self.exceeded is not None:
+            raise ScriptFailed(f"{self.name} hit {self.exceeded}")
 
     async def sub_call(self, name: str, /, **args: Any) -> Any:
         """``tools.NAME(**args)``: the tool's result, or ``RuntimeError`` with its error."""
         self.sub_calls += 1
         if self.sub_calls > self.max_sub_calls:
-            self.over_limit = True
-            raise RuntimeError(f"sub-call limit reached ({self.max_sub_calls} calls)")
+            self.exceeded = f"its sub-call limit ({self.max_sub_calls}, limits.sub_calls)"
+        else:
+            self.exceeded = self.exceeded or self.tree.take_sub_call()
+        if self.exceeded is not None:
+            raise RuntimeError(f"{name} was not called: {self.name} hit {self.exceeded}")
         sub = CallContext(
             principal=self.ctx.principal,
             session_id=self.ctx.session_id,
@@ -129,12 +134,15 @@ class Run:
 
 class Dispatch:
     """The host modules of one sandbox session; each feed points them at its `Run` (a session
-    kept warm serves several runs of one caller's session, one after another)."""
+    kept warm serves several runs of one caller's session, one after another). Their functions
+    are answered on the event loop (`answer`, see `gateway.scripts.feed`); the module
+    attributes, which block a thread on the loop, serve only a call the feed did not answer."""
 
     def __init__(self, ctx: CallContext, used: Iterable[str], names: Iterable[str]) -> None:
         self.run: Run | None = None
         self._token = anyio.lowlevel.current_token()
         names = list(names)
+        self._names = frozenset(names)
         built: dict[str, Callable[[], dict[str, Any]]] = {
             "tools": lambda: {n: functools.partial(self._blocking, n) for n in names},
             "async_tools": lambda: {n: functools.partial(self._awaited, n) for n in names},
@@ -146,6 +154,18 @@ class Dispatch:
         if self.run is None:
             raise RuntimeError("no script is running")
         return self.run
+
+    def answer(self, function: str) -> Answer | None:
+        """How the host function ``function`` (``module.name``) is answered on the loop."""
+        module, _, name = function.partition(".")
+        if module in {"tools", "async_tools"} and name in self._names:
+            return Answer(functools.partial(self._awaited, name), module == "async_tools")
+        if module == "ctx" and name in _VARIABLES:
+            return Answer(functools.partial(self._variable, name))
+        return None
+
+    async def _variable(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._current(), method)(*args, **kwargs)
 
     def _blocking(self, name: str, /, **args: Any) -> Any:
         call = functools.partial(self._awaited, name, **args)
@@ -165,5 +185,5 @@ class Dispatch:
         return {
             "principal": ctx.principal.id,
             "session_id": ctx.session_id,
-            **{m: variables(m) for m in ("get_variable", "set_variable", "remove_variable")},
+            **{m: variables(m) for m in _VARIABLES},
         }

@@ -26,7 +26,7 @@ from pydantic_monty import (
 )
 
 from gateway.config.scripts import SandboxConfig, ScriptLimits
-from gateway.scripts.warm import Bound, WarmSessions
+from gateway.scripts.warm import Bound, NoWorker, WarmSessions
 from toolsets.errors import LockgateError
 
 __all__ = ["Sandbox", "ScriptFailed"]
@@ -49,13 +49,16 @@ class Sandbox:
     """The pool of sandbox workers, for the ``async with`` block."""
 
     def __init__(self, config: SandboxConfig, *, longest: float = 60.0) -> None:
+        self.config = config
         self._pool = AsyncMonty(
             min_processes=config.min_workers,
             max_processes=config.max_workers,
+            checkout_timeout=config.checkout_timeout,
             request_timeout=longest + 5.0,  # backstop: a worker stuck past its limits is killed
         )
-        # Warm sessions hold workers: two always stay free for new runs.
-        self._warm = WarmSessions(limit=max(config.max_workers - 2, 0))
+        # Warm sessions hold workers: two stay free for new runs, and a new run that finds
+        # none free takes an idle one's worker.
+        self._warm = WarmSessions(limit=max(config.max_workers - 2, 0), workers=config.max_workers)
         self._open = False
 
     async def __aenter__(self) -> Self:
@@ -119,6 +122,9 @@ class Sandbox:
             )
         except MontyError as exc:
             raise ScriptFailed(_describe(name, exc, limits)) from None
+        except NoWorker:
+            waited = f"{self.config.checkout_timeout:g} s, sandbox.checkout_timeout"
+            raise ScriptFailed(f"{name} found no free sandbox worker in {waited}") from None
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:  # a value that does not convert, a pool error

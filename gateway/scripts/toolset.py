@@ -16,6 +16,7 @@ from typing import Any, Final
 from gateway.config.scripts import ScriptConfig, ScriptLimits
 from gateway.scripts.host import Dispatch, Run, ToolCalls, host_modules_used
 from gateway.scripts.runtime import Sandbox, ScriptFailed
+from gateway.scripts.slots import CallTree, RunSlots
 from gateway.scripts.source import ScriptSource, run_description, run_schema
 from policies.decider import SessionSource
 from toolsets.abstract import Toolset
@@ -49,15 +50,28 @@ def as_result(value: Any) -> ToolResult:
     return ToolResult.text(text)
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """A run going on: how deep it is and the top-level call's runs it belongs to."""
+
+    depth: int
+    tree: CallTree
+
+
 @dataclass
 class ScriptHost:
     """What runs need of the gateway: the sandbox, sessions, and the top of the call chain
-    (where sub-calls enter as the script's caller)."""
+    (where sub-calls enter as the script's caller). Runs take a slot (`RunSlots`): a
+    sub-call's run joins its caller's tree of runs, a top-level call's run starts one."""
 
     sandbox: Sandbox
     sessions: SessionSource
     calls: ToolCalls
-    depths: dict[str, int] = field(default_factory=dict)
+    slots: RunSlots = field(init=False)
+    _frames: dict[str, _Frame] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.slots = RunSlots(self.sandbox.config)
 
     async def run(
         self,
@@ -72,35 +86,37 @@ class ScriptHost:
         """Evaluate ``expression`` after ``source``, as the caller in ``ctx``.
 
         Raises:
-            ScriptFailed: it raised or hit a limit.
+            ScriptFailed: it raised, hit a limit or found no slot.
         """
-        parent = self.depths.get(ctx.parent_call_id or "", 0)
-        if parent >= MAX_DEPTH:
+        parent = self._frames.get(ctx.parent_call_id or "")
+        if parent is not None and parent.depth >= MAX_DEPTH:
             raise ScriptFailed(f"{name}: scripts calling scripts nest at most {MAX_DEPTH} deep")
-        run = Run(name, ctx, self.calls.call_tool, self.sessions, limits.sub_calls)
+        tree = parent.tree if parent is not None else self.slots.tree(ctx.principal.id)
+        run = Run(name, ctx, self.calls.call_tool, self.sessions, limits.sub_calls, tree)
         used = host_modules_used(f"{source.text}\n{expression}")
         calls_tools = "tools" in used or "async_tools" in used
         names = tuple(n for n in await self.calls.tools(ctx) if n != name) if calls_tools else ()
         principal = ctx.principal
         key = (source, limits, principal.id, principal.tenant, ctx.session_id, used, names)
-        self.depths[ctx.call_id] = parent + 1
-        try:
-            value = await self.sandbox.call(
-                name=name,
-                text=source.text,
-                filename=source.filename,
-                expression=expression,
-                inputs=inputs,
-                limits=limits,
-                key=key,
-                bind=lambda: Dispatch(ctx, used, names),
-                run=run,
-            )
-        except ScriptFailed:
-            run.check()  # the limit is the cause, whatever the code made of it
-            raise
-        finally:
-            del self.depths[ctx.call_id]
+        async with self.slots.slot(name, tree, nested=parent is not None):
+            self._frames[ctx.call_id] = _Frame((parent.depth if parent else 0) + 1, tree)
+            try:
+                value = await self.sandbox.call(
+                    name=name,
+                    text=source.text,
+                    filename=source.filename,
+                    expression=expression,
+                    inputs=inputs,
+                    limits=limits,
+                    key=key,
+                    bind=lambda: Dispatch(ctx, used, names),
+                    run=run,
+                )
+            except ScriptFailed:
+                run.check()  # the limit is the cause, whatever the code made of it
+                raise
+            finally:
+                del self._frames[ctx.call_id]
         run.check()
         return value
 
