@@ -18,6 +18,7 @@ from starlette.routing import Route
 from gateway.api.routes import api_routes
 from gateway.auth.step_up import StepUp
 from gateway.auth.tokens import Authenticator
+from gateway.background.health import with_store
 from gateway.config.listen import ListenConfig
 from gateway.gateway import Gateway
 from gateway.http.agent_auth import AgentAuthMiddleware
@@ -26,7 +27,6 @@ from gateway.http.webpage import web_routes
 from gateway.mcp.http_fast_path import FastPath
 from gateway.mcp.server import build_server
 from gateway.metrics import metrics_endpoint
-from gateway.store_health import with_store
 from policies.scopes import HeldScopes
 
 __all__ = ["build_app", "security_settings"]

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 import anyio
 import asyncpg
 
+from gateway.background.health import StoreHealth
 from gateway.config.storage import redact_dsn
 from gateway.postgres.migrations import migrate
 from gateway.postgres.settings import PostgresSettings
-from gateway.store_health import StoreHealth
 from toolsets.errors import StoreUnavailable
 
 if TYPE_CHECKING:

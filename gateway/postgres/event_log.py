@@ -11,8 +11,8 @@ every replica's events back, in one order, into a bus of its own.
   them: a busy replica reads as it appends;
 - the reader, told by a notification that another replica appended (or by a reconnect),
   waits `_LINGER` for the writer to bring those rows, then reads what is still missing,
-  trying again until it could (`gateway.resilient`: neither task ends in an outage, and after
-  one the reader reads from the table what the lost notifications announced).
+  trying again until it could (`gateway.background.resilient`: neither task ends in an
+  outage, and after one the reader reads from the table what the lost notifications announced).
 
 Both publish, in ``seq`` order, every row not published yet into `EventLog.feed`, a separate
 `EventBus` whose ring holds the last events of the whole cluster. A replica takes its own
@@ -39,11 +39,11 @@ from typing import Final, Self, TypeAlias
 import anyio
 from anyio.abc import TaskStatus
 
+from gateway.background.resilient import until_done
 from gateway.events.bus import EventBus, Subscription
 from gateway.events.model import CONTROL_TYPES, Event
 from gateway.postgres.database import Conn, Database
 from gateway.postgres.notify import Notifications, new_liveness_key
-from gateway.resilient import until_done
 
 __all__ = ["EventLog"]
 

@@ -7,7 +7,7 @@ connection is down notifications are lost: after every (re)connect ``on_connect`
 the store wakes all its waiters to re-read (the event log reads what it missed from the table).
 The connection is the replica's first to see an outage: losing it marks the database away
 (`Database.went_away`), reconnecting marks it back, and reconnects are retried until they
-succeed, whatever fails (`gateway.resilient.until_done`).
+succeed, whatever fails (`gateway.background.resilient.until_done`).
 
 The liveness lock is a session advisory lock ``(LIVENESS_CLASS, key)``: the server drops it
 with the connection, so a replica that died (even by SIGKILL) no longer holds it, and its
@@ -25,8 +25,8 @@ import anyio
 import asyncpg
 from anyio.abc import TaskStatus
 
+from gateway.background.resilient import until_done
 from gateway.postgres.database import TRANSIENT, Database
-from gateway.resilient import until_done
 from toolsets.errors import StoreUnavailable
 
 __all__ = ["LIVENESS_CLASS", "Notifications", "new_liveness_key"]

@@ -34,9 +34,9 @@ from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.records import PendingRecords
 from gateway.approvals.store import PendingListener, PendingStore
+from gateway.background.health import StoreHealth
 from gateway.postgres.database import Conn, Database
 from gateway.postgres.notify import LIVENESS_CLASS, Notifications, new_liveness_key
-from gateway.store_health import StoreHealth
 
 __all__ = ["SAFETY_REREAD", "PostgresPendingRecords", "PostgresPendingStore"]
 

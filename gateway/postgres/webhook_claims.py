@@ -12,9 +12,9 @@ import hashlib
 import logging
 from typing import Final
 
+from gateway.background.resilient import until_done
 from gateway.events.model import Event
 from gateway.postgres.database import Conn, Database
-from gateway.resilient import until_done
 
 __all__ = ["WebhookClaims", "webhook_key"]
 

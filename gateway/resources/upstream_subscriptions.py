@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskStatus
 
+from gateway.background.owner import TaskOwner
 from gateway.resources.routes import Route, Routes
 from gateway.resources.upstream import UpstreamResources
-from gateway.task_owner import TaskOwner
 from toolsets.errors import ResourceNotFound, UpstreamError
 
 __all__ = ["Subscriptions"]

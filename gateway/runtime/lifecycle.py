@@ -9,11 +9,11 @@ from typing import Self
 
 import anyio
 
+from gateway.background.resilient import keep_going
 from gateway.config.model import GatewayConfig
 from gateway.events import tool_events as event_types
 from gateway.events.webhooks import WebhookSink
 from gateway.pins.follow import PinFollower
-from gateway.resilient import keep_going
 from gateway.runtime.parts import Parts
 from toolsets._sdk_compat import check_sdk
 from toolsets.errors import LockgateError

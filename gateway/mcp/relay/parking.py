@@ -30,7 +30,7 @@ import mcp_types as types
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, ErrorData
 from pydantic import BaseModel, ValidationError
 
-from gateway.task_owner import TaskOwner
+from gateway.background.owner import TaskOwner
 from toolsets.context import CallContext, ProgressCallback
 from toolsets.errors import RelayRefused
 from toolsets.result import ToolResult
