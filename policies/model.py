@@ -15,7 +15,7 @@ from policies.limits import RuleLimit
 from policies.matchers import glob_problem, principal_entry_problem
 from policies.messages import message_problem
 from policies.resource_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, check_scope
-from policies.scopes import SCOPE_TOKEN, check_scopes
+from policies.scope_check import SCOPE_TOKEN, check_scopes
 from policies.uri_globs import UriGlob
 from toolsets.decision import Effect
 from toolsets.upstream.flags import FLAGS

@@ -12,39 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
 
-from pydantic import ValidationInfo
-from pydantic_core import PydanticCustomError
-
+from policies.rules import CompiledRule
 from toolsets.context import Principal
 from toolsets.tooldef import ToolDef
 
-if TYPE_CHECKING:  # the rule model validates with check_scopes: no import back at run time
-    from policies.holder import PolicyHolder
-    from policies.rules import CompiledRule
-
-__all__ = ["SCOPE_TOKEN", "HeldScopes", "ScopeRequirements", "ScopeRule", "check_scopes"]
-
-SCOPE_TOKEN: Final = r"^[\x21\x23-\x5b\x5d-\x7e]+$"
-"""An OAuth scope token (RFC 6749 3.3): printable ASCII but space, '"' and '\\'."""
-
-
-def check_scopes(value: list[str] | None, info: ValidationInfo) -> list[str] | None:
-    """A pydantic field validator of the rule model: ``scopes`` only on a tool rule without
-    conditions (the HTTP edge decides it before the arguments are read)."""
-    if value is None:
-        return None
-    data = info.data
-    if data.get("resources") is not None or data.get("prompts") is not None:
-        raise PydanticCustomError("scopes", "scopes applies to tool rules only")
-    if data.get("when") is not None or data.get("unless") is not None:
-        raise PydanticCustomError(
-            "scopes",
-            "a rule with scopes has no when/unless (scopes are checked before the arguments "
-            "are read): put the condition on another rule",
-        )
-    return value
+__all__ = ["ScopeRequirements", "ScopeRule"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,24 +57,3 @@ class ScopeRequirements:
         if self.all <= principal.scopes:
             return ()
         return tuple(sorted(self.required(tool, principal) - principal.scopes))
-
-
-class HeldScopes:
-    """The scope requirements of the current policy (a reload takes effect on the next call);
-    the chain's `toolsets.scoped.ScopeRequirer`."""
-
-    def __init__(self, policy: PolicyHolder) -> None:
-        self.policy = policy
-
-    @property
-    def all(self) -> frozenset[str]:
-        """Every scope some rule of the current policy requires."""
-        return self.policy.current.scopes.all
-
-    def required(self, tool: ToolDef, principal: Principal) -> frozenset[str]:
-        """The scopes a call of ``tool`` by ``principal`` needs."""
-        return self.policy.current.scopes.required(tool, principal)
-
-    def missing(self, tool: ToolDef, principal: Principal) -> tuple[str, ...]:
-        """The scopes a call of ``tool`` needs that ``principal``'s token lacks."""
-        return self.policy.current.scopes.missing(tool, principal)

@@ -39,7 +39,7 @@ class InsufficientScope(LockgateError):
 
 
 class ScopeRequirer(Protocol):
-    """The scopes calls need (the policy's, through `policies.scopes.HeldScopes`)."""
+    """The scopes calls need (the policy's, through `policies.held_scopes.HeldScopes`)."""
 
     def missing(self, tool: ToolDef, principal: Principal) -> Sequence[str]:
         """The scopes a call of ``tool`` needs that ``principal``'s token lacks."""

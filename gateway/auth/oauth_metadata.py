@@ -60,7 +60,7 @@ def _refusal(status: int, error: str, description: str, challenge: str) -> JSONR
 
 
 class ToolScopes(Protocol):
-    """The scopes the policy's rules require of tool calls (`policies.scopes.HeldScopes`)."""
+    """The scopes the policy's rules require of tool calls (`policies.held_scopes.HeldScopes`)."""
 
     @property
     def all(self) -> frozenset[str]:

@@ -34,7 +34,7 @@ MAX_BODY: Final = 4 * 1024 * 1024
 
 
 class ScopeSource(Protocol):
-    """The scopes calls need (`policies.scopes.HeldScopes`)."""
+    """The scopes calls need (`policies.held_scopes.HeldScopes`)."""
 
     @property
     def all(self) -> frozenset[str]:

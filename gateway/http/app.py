@@ -27,7 +27,7 @@ from gateway.http.webpage import web_routes
 from gateway.mcp.http_fast_path import FastPath
 from gateway.mcp.server import build_server
 from gateway.metrics import metrics_endpoint
-from policies.scopes import HeldScopes
+from policies.held_scopes import HeldScopes
 
 __all__ = ["build_app", "security_settings"]
 

@@ -16,7 +16,7 @@ from gateway.events.calls import BusObserver
 from gateway.sessions.book import SessionBook
 from gateway.wiring.external import EXTERNAL_SERVER
 from policies import PolicyDecider
-from policies.scopes import HeldScopes
+from policies.held_scopes import HeldScopes
 from toolsets.abstract import Toolset
 from toolsets.approval_required import ApprovalRequiredToolset
 from toolsets.events import EventsToolset
