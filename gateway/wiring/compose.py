@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.approvals.holding import Holding
@@ -32,7 +33,7 @@ from gateway.pins import ToolPins
 from gateway.resources.policy_guard import PolicyResourceGuard
 from gateway.resources.service import ResourceService
 from gateway.runtime.catalogue import CatalogueWatch
-from gateway.runtime.parts import Parts
+from gateway.runtime.parts import EventParts, Parts
 from gateway.runtime.readiness import Readiness
 from gateway.runtime.signals import UpstreamSignals
 from gateway.scripts.host import ToolCalls
@@ -163,30 +164,28 @@ def _children(
 
 
 def _approvals(
-    config: GatewayConfig,
-    policy: PolicyHolder,
-    recorder: Recorder,
-    *,
-    validators: SchemaValidators,
-    sessions: SessionBook,
-    served: Toolset,
-    pins: ToolPins,
-    readiness: Readiness,
-    shared: PostgresBackend | None,
+    config: GatewayConfig, served: _Served, validators: SchemaValidators
 ) -> ApprovalService:
     """The approval service over its pending store (which announces each expiry through it);
     it looks tools up in the ``served`` catalogue, after the first warm-up."""
 
+    policy, recorder, sessions, shared = (
+        served.policy,
+        served.events.recorder,
+        served.sessions,
+        served.shared,
+    )
+
     async def catalogue() -> dict[str, ToolDef]:
-        await readiness.warm_up()
-        return await served.get_tools(CallContext())
+        await served.readiness.warm_up()
+        return await served.served.get_tools(CallContext())
 
     def service(listener: PendingListener) -> ApprovalService:
         return ApprovalService(
             pending_store(config, listener, shared),
             policy,
             catalogue=catalogue,
-            quarantine=pins.waits_for_review,
+            quarantine=served.pins.waits_for_review,
             record=recorder.record,
             validators=validators,
             sessions=sessions,
@@ -197,9 +196,27 @@ def _approvals(
     return _Expiries(service).service
 
 
-def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset] = ()) -> Parts:
-    """Build (but do not start) the gateway's parts from ``config``; script tools and hooks
-    call tools through ``calls``, the top of the chain (`gateway.runtime.CallEntry`)."""
+@dataclass(frozen=True, slots=True)
+class _Served:
+    """What `compose` builds before the approvals and the chain: the stores, the policy, the
+    served catalogue and what follows it."""
+
+    shared: PostgresBackend | None
+    policy: PolicyHolder
+    sessions: SessionBook
+    host: ScriptHost | None
+    signals: UpstreamSignals
+    upstreams: dict[str, MCPServerToolset]
+    combined: CombinedToolset
+    events: EventParts
+    pins: ToolPins
+    served: PinnedToolset
+    readiness: Readiness
+    catalogue: CatalogueWatch
+
+
+def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -> _Served:
+    """The stores, the policy and the served catalogue (`PinnedToolset` over every server)."""
     shared = shared_backend(config)
     policy = _policy(config)
     sessions = session_book(config, shared, policy)
@@ -214,52 +231,53 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
     readiness = Readiness(upstreams, startup_wait=config.startup_wait, served=served, policy=policy)
     catalogue = CatalogueWatch(served, events.bus, readiness)
     signals.follow(changed=catalogue.changed)
+    return _Served(
+        shared, policy, sessions, host, signals, upstreams, combined, events, pins, served,
+        readiness, catalogue,
+    )  # fmt: skip
+
+
+def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset] = ()) -> Parts:
+    """Build (but do not start) the gateway's parts from ``config``; script tools and hooks
+    call tools through ``calls``, the top of the chain (`gateway.runtime.CallEntry`)."""
+    built = _served(config, calls, extra)
     validators = SchemaValidators()
-    approvals = _approvals(
-        config,
-        policy,
-        events.recorder,
-        validators=validators,
-        sessions=sessions,
-        served=served,
-        pins=pins,
-        readiness=readiness,
-        shared=shared,
-    )
-    holding = Holding()
+    approvals = _approvals(config, built, validators)
+    holding, sessions, events = Holding(), built.sessions, built.events
     root, decider = call_chain(
-        served,
+        built.served,
         events.bus,
         approvals,
         validators,
         sessions=sessions,
-        hooks=script_hooks(config, host) if host is not None else None,
+        hooks=script_hooks(config, built.host) if built.host is not None else None,
         holding=holding,
-        rates=rate_counter(shared),
+        rates=rate_counter(built.shared),
         progress_interval=config.approvals.progress_interval,
     )
     guard = PolicyResourceGuard(approvals, events.recorder, sessions=sessions, holding=holding)
+    upstreams = built.upstreams
     return Parts(
         events=events,
         metrics=Metrics(),
-        policy=policy,
+        policy=built.policy,
         approvals=approvals,
         holding=holding,
         sealer=_sealer(config),
-        pins=pins,
+        pins=built.pins,
         sessions=sessions,
-        scripts=host,
+        scripts=built.host,
         upstreams=upstreams,
-        signals=signals,
-        combined=combined,
-        served=served,
+        signals=built.signals,
+        combined=built.combined,
+        served=built.served,
         root=root,
         decider=decider,
-        readiness=readiness,
-        catalogue=catalogue,
+        readiness=built.readiness,
+        catalogue=built.catalogue,
         resource_guard=guard,
         resources=ResourceService.for_config(
-            config, upstreams, guard=guard, ready=readiness.warm_up
+            config, upstreams, guard=guard, ready=built.readiness.warm_up
         ),
         relay=Relay(upstreams),
     )
