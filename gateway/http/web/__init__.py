@@ -1,0 +1,1 @@
+"""The approvals page's static files (HTML, CSS, JavaScript), served by `gateway.http.webpage`."""
