@@ -59,7 +59,7 @@ async def lockgate_serve(config: Path, port: int) -> AsyncIterator[str]:
     base = f"http://127.0.0.1:{port}"
     try:
         async with httpx2.AsyncClient(base_url=base, timeout=5) as http:
-            with anyio.fail_after(20):
+            with anyio.fail_after(60):  # a process start: slow on a loaded machine
                 while True:
                     assert process.returncode is None, "lockgate serve exited early"
                     with contextlib.suppress(httpx2.TransportError):

@@ -21,8 +21,25 @@ from gateway_faces import CLI, LEGACY
 from support import echo_upstream, free_port, write_config
 
 STOPPED_WITHIN = 2.0
-"""The issue's bound on stopping: SIGTERM or end of input, at any moment."""
+"""The issue's bound on stopping: SIGTERM or end of input, at any moment (on an idle machine;
+see `stop_bound`)."""
 pytestmark = pytest.mark.serial  # stop-time limits: run alone, not beside another worker
+
+
+def slowdown(work: float = 0.1) -> float:
+    """Wall seconds per CPU second for this process now: 1.0 on an idle machine, about 3 at
+    load average 6 on 2 cores. The control each stop bound is scaled by: the bound is the
+    issue's when the machine is idle, and fair when it is busy (the gateway then gets no more
+    of a core than this test does)."""
+    wall, cpu = time.monotonic(), time.process_time()
+    while time.process_time() - cpu < work:
+        pass
+    return max(1.0, (time.monotonic() - wall) / work)
+
+
+def stop_bound(before: float) -> float:
+    """`STOPPED_WITHIN` scaled by the slower of two controls: ``before`` the stop, and now."""
+    return STOPPED_WITHIN * max(before, slowdown())
 
 
 @pytest.fixture
@@ -134,8 +151,12 @@ def test_sigterm_stops_serve_promptly_with_its_upstreams(
 ) -> None:
     process, _port, _took = serving
     assert processes_with(marker)  # the mute upstream is still trying to connect
+    load = slowdown()
     process.send_signal(signal.SIGTERM)
-    process.wait(timeout=STOPPED_WITHIN + 1)
+    stopping = time.monotonic()
+    process.wait(timeout=60)
+    took = time.monotonic() - stopping
+    assert took < stop_bound(load) + 1, f"stopping took {took:.1f} s"
     assert wait_gone(marker) == []
 
 
@@ -193,9 +214,10 @@ def test_stdio_answers_initialize_before_a_mute_upstream_and_stops_at_end_of_inp
     with start_stdio(config) as process:
         took = stdio_initialize(process)
         assert took < 30, f"initialize took {took:.1f} s"  # not the mute upstream's 60 s
+        load = slowdown()
         stopping = time.monotonic()
-        _, stderr = process.communicate(timeout=STOPPED_WITHIN + 5)  # closes stdin first
-    assert time.monotonic() - stopping < STOPPED_WITHIN
+        _, stderr = process.communicate(timeout=60)  # closes stdin first
+    assert time.monotonic() - stopping < stop_bound(load)
     assert process.returncode == 0
     assert b"Traceback" not in stderr
     assert wait_gone(marker) == []
@@ -210,10 +232,11 @@ def test_sigterm_stops_stdio_promptly_with_its_upstreams(
             stdio_initialize(process)
         else:  # as soon as the mute upstream runs: the gateway is starting
             until(lambda: processes_with(marker), 30)
+        load = slowdown()
         process.send_signal(signal.SIGTERM)
         stopping = time.monotonic()
-        _, stderr = process.communicate(timeout=STOPPED_WITHIN + 5)
-    assert time.monotonic() - stopping < STOPPED_WITHIN
+        _, stderr = process.communicate(timeout=60)
+    assert time.monotonic() - stopping < stop_bound(load)
     assert b"Traceback" not in stderr
     assert wait_gone(marker) == []
 
@@ -241,8 +264,9 @@ def test_upstreams_that_outlive_their_input_are_stopped_together_not_one_after_a
     with start_stdio(config) as process:
         stdio_initialize(process)
         assert until(lambda: all(at.exists() for at in started), 30)  # each wrote its line
+        load = slowdown()
         stopping = time.monotonic()
-        process.communicate(timeout=20)
+        process.communicate(timeout=60)
     took = time.monotonic() - stopping
-    assert 2.0 <= took < 2.0 + STOPPED_WITHIN, f"stopping took {took:.1f} s"
+    assert 2.0 <= took < 2.0 + stop_bound(load), f"stopping took {took:.1f} s"
     assert wait_gone(marker) == []

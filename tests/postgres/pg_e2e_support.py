@@ -113,7 +113,7 @@ async def replica(config: Path, name: str) -> AsyncIterator[Replica]:
     serving = anyio.Event()
     async with process, anyio.create_task_group() as tg:
         tg.start_soon(_drain, served, serving)
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):  # a process start: slow on a loaded machine
             await serving.wait()
         try:
             yield served
