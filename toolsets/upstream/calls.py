@@ -82,6 +82,9 @@ class UpstreamCalls:
                 return tool_result_from_mcp(result)
             except MCPError as exc:
                 error = exc.error
+                withheld = self._requests.withheld(error)
+                if withheld is not None:  # a tool needing what the config does not relay
+                    return ToolResult.error(str(withheld))
                 if isinstance(error.data, dict) and error.data.keys() & {TOO_LARGE, REFUSED}:
                     return ToolResult.error(error.message)  # the model reads the limit or refusal
                 if error.code == types.CONNECTION_CLOSED:  # the SDK client lost the server

@@ -14,8 +14,11 @@ call before anyone is asked:
   from one downstream client (`client_identity`); with several clients' calls in progress, or
   none, it is refused.
 
-The client is asked only if it declared the capability, and sampling only if the server's
-config allows it; every refusal is a JSON-RPC error naming the capability and the reason.
+The server is told of a capability only if its config relays the request (``client_requests``),
+so a server that checks asks for no other (its error saying a tool needs one becomes the
+refusal, see `UpstreamRequests.withheld`). The client is asked only if the config relays the
+request and the client declared the capability; every refusal is a JSON-RPC error naming the
+capability and the reason.
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, LOG_LEVEL_META_KEY, ErrorData, LoggingLevel
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    LOG_LEVEL_META_KEY,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ErrorData,
+    LoggingLevel,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.context import CallContext
@@ -48,6 +58,12 @@ MAX_ROUNDS = 10
 """Rounds of ``InputRequiredResult`` answered per call before giving up (as `mcp.Client`)."""
 _STATE_ONLY_DELAY = 0.05
 """Seconds before re-sending a call the server answered with state but no question."""
+_METHODS: dict[Capability, str] = {
+    "sampling": "sampling/createMessage",
+    "elicitation": "elicitation/create",
+    "roots": "roots/list",
+}
+"""The request each client capability answers, in a refusal's words."""
 _CALLER: ContextVar[tuple[UpstreamRequests, CallContext] | None] = ContextVar(
     "lockgate_upstream_caller", default=None
 )
@@ -115,13 +131,28 @@ class UpstreamRequests:
             del self._calls[key]
 
     def callbacks(self) -> dict[str, Any]:
-        """The `mcp.Client` callbacks that bring the server's requests and log messages here."""
-        return {
-            "sampling_callback": self._sampling,
-            "elicitation_callback": self._elicitation,
-            "list_roots_callback": self._roots,
-            "logging_callback": self._logging,
+        """The `mcp.Client` callbacks that bring the server's requests and log messages here:
+        one per relayed request only, since the SDK declares a capability (in ``initialize``
+        and in each 2026-07-28 request's ``_meta``) exactly when its callback is given."""
+        relayed = {
+            "sampling": ("sampling_callback", self._sampling),
+            "elicitation": ("elicitation_callback", self._elicitation),
+            "roots": ("list_roots_callback", self._roots),
         }
+        given = dict(relayed[capability] for capability in sorted(self.allowed))
+        return {**given, "logging_callback": self._logging}
+
+    def withheld(self, error: ErrorData) -> RelayRefused | None:
+        """The refusal behind ``error`` when it is the server saying a tool needs a client
+        capability this gateway does not declare to it (``client_requests`` in its config)."""
+        if error.code != MISSING_REQUIRED_CLIENT_CAPABILITY or not isinstance(error.data, dict):
+            return None
+        required = error.data.get("requiredCapabilities")
+        wanted = [c for c in _METHODS if isinstance(required, dict) and c in required]
+        missing = [capability for capability in wanted if capability not in self.allowed]
+        if not missing:
+            return None
+        return RelayRefused(self.server, _METHODS[missing[0]], _not_enabled(missing[0]))
 
     @staticmethod
     def streams(ctx: CallContext) -> bool:
@@ -172,8 +203,7 @@ class UpstreamRequests:
     async def _ask(self, request: types.InputRequest) -> types.InputResponse:
         capability, method = capability_of(request), method_of(request)
         if capability not in self.allowed:
-            reason = f"{capability} is not enabled for this server (client_requests in its config)"
-            raise RelayRefused(self.server, method, reason)
+            raise RelayRefused(self.server, method, _not_enabled(capability))
         ctx = self._attribute(method)
         if ctx.client.transport == "inprocess":
             reason = "the call in progress was made in-process, so there is no client to ask"
@@ -290,6 +320,11 @@ class UpstreamRequests:
             if ctx.peer is not None and ctx.peer.log_level is not None:
                 peers.setdefault(client_identity(ctx), ctx.peer)
         await self.on_log(self.server, params, list(peers.values()))
+
+
+def _not_enabled(capability: Capability) -> str:
+    """Why a request needing ``capability`` is refused when the config does not relay it."""
+    return f"{capability} is not enabled for this server (client_requests in its config)"
 
 
 def _mismatch(answer: types.InputResponse) -> ErrorData:
