@@ -13,7 +13,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import anyio
 import httpx2
@@ -25,10 +25,11 @@ from gateway.cli.errors import UsageError
 from gateway.config.loader import read_config
 from gateway.config.model import GatewayConfig
 from gateway.events.model import Event
-from gateway.postgres.audit import PostgresAuditLog, verify_database
-from gateway.postgres.database import Database
 from gateway.postgres.settings import PostgresSettings
 from toolsets.errors import LockgateError
+
+if TYPE_CHECKING:
+    from gateway.postgres.database import Database
 
 __all__ = ["DEFAULT_AUDIT_DB", "DEFAULT_URL", "format_event", "main", "register"]
 
@@ -123,6 +124,8 @@ async def _verify_configured(config: GatewayConfig) -> VerifyReport:
     """Verify the audit log ``config`` writes."""
     if config.storage.backend != "postgres":
         return verify(config.resolve(config.events.audit.path))
+    from gateway.postgres.audit import verify_database  # the postgres extra (asyncpg)
+
     async with _shared_database(config) as database:
         return await verify_database(database)
 
@@ -142,6 +145,8 @@ async def _tail_configured(config: GatewayConfig, count: int) -> list[AuditEntry
     """The last ``count`` entries of the audit log ``config`` writes, oldest first."""
     if config.storage.backend != "postgres":
         return read_tail(config.resolve(config.events.audit.path), count)
+    from gateway.postgres.audit import PostgresAuditLog  # the postgres extra (asyncpg)
+
     async with _shared_database(config) as database:
         return await PostgresAuditLog(database).tail(count)
 
@@ -149,6 +154,8 @@ async def _tail_configured(config: GatewayConfig, count: int) -> list[AuditEntry
 @contextlib.asynccontextmanager
 async def _shared_database(config: GatewayConfig) -> AsyncIterator[Database]:
     """The PostgreSQL database ``config`` names, closed after."""
+    from gateway.postgres.database import Database  # the postgres extra (asyncpg)
+
     database = Database(PostgresSettings.from_config(config))
     try:
         yield database
