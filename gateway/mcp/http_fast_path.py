@@ -15,7 +15,7 @@ request the SDK would refuse (headers, envelope, ``Mcp-Param-*`` mismatches). Wh
 of a handshake-era call taken here asks the client something, the response becomes an event
 stream carrying the request, and the session's POST of the answer is taken here
 (`gateway.mcp.relay.wire`). ``lockgate_mcp_requests_total{path}`` counts which path answered;
-``tests/gateway/test_fast_path.py`` compares the answers.
+``tests/gateway/mcp/test_http_fast_path.py`` compares the answers.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ so a new serialization. Nothing here decides who sees what; `Gateway.tools` does
 
 The result is shaped as the SDK's runner shapes it (cache hints, the version's surface,
 ``resultType`` and the ``serverInfo`` stamp on 2026-07-28), so both paths answer alike;
-``tests/gateway/test_list_cache.py`` compares them.
+``tests/gateway/mcp/test_list_cache.py`` compares them.
 """
 
 from __future__ import annotations

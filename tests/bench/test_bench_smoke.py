@@ -10,11 +10,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from bench.__main__ import COMMITTED, OUT, build_parser, results_dir
 from bench.profiling import read_stacks, summary
 
-REPO = Path(__file__).resolve().parents[2]
 TRACKED = ("RESULTS.md", "results.json")
 
 

@@ -13,10 +13,11 @@ import mcp_types as types
 import pytest
 from gateway_faces import Face, text_of
 from mcp import Client
+from paths import REPO
 
 from gateway import load_config
 
-CONFIGS = Path(__file__).parents[2] / "configs"
+CONFIGS = REPO / "configs"
 
 
 @pytest.fixture(scope="module")

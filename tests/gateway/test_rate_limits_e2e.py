@@ -16,12 +16,13 @@ import httpx2
 import pytest
 from gateway_faces import FACES, Face, open_client, open_face
 from mcp import Client
+from paths import HARNESS
 from support import serve_asgi, write_config
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
 
-RECORDER = Path(__file__).parents[1] / "approvals_e2e" / "recorder_server.py"
+RECORDER = HARNESS / "recorder_server.py"
 POLICY = Path(__file__).parent / "fixtures" / "rate_limits.yaml"
 REFUSED = (
     "Rate limit exceeded: rule 'record-once-per-session' allows 1/h per session; "

@@ -19,11 +19,12 @@ from typing import Any
 import anyio
 import pytest
 from gateway_faces import Face, open_client, serve_gateway, text_of
+from paths import HARNESS
 from support import write_config
 
 from gateway.gateway import Gateway
 
-CAPS_SERVER = str(Path(__file__).parents[1] / "upstreams" / "caps_server.py")
+CAPS_SERVER = str(HARNESS / "upstreams" / "caps_server.py")
 EVERYTHING = "@modelcontextprotocol/server-everything"
 NPM = shutil.which("npm")
 INSTALL_TIMEOUT = 180

@@ -14,12 +14,13 @@ import pytest
 from gateway_faces import CLI, text_of
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from paths import HARNESS
 from support import write_config
 
 from gateway.gateway import Gateway
 from toolsets.errors import UpstreamError, UpstreamRequestError
 
-FAULTY = str(Path(__file__).parent.parent / "upstreams" / "faulty_server.py")
+FAULTY = str(HARNESS / "upstreams" / "faulty_server.py")
 REJECT_CODE = -32042
 
 

@@ -24,10 +24,10 @@ from gateway_faces import (
 )
 from mcp import Client
 from support import echo_upstream, write_config
-from test_lifecycle import processes_with
-from test_list_changed import Notifications
 
 from gateway.gateway import Gateway
+from tests.gateway.test_lifecycle import processes_with
+from tests.gateway.test_list_changed import Notifications
 from toolsets.errors import UpstreamError
 
 

@@ -10,7 +10,6 @@ import contextlib
 import tomllib
 from collections.abc import AsyncIterator
 from importlib import import_module, metadata
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -25,6 +24,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import TextContent
+from paths import REPO
 from starlette.types import ASGIApp, Receive, Scope, Send
 from support import MODES, serve_asgi
 
@@ -40,7 +40,7 @@ from toolsets._sdk_compat import (
 )
 from toolsets.errors import LockgateError
 
-PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
+PYPROJECT = REPO / "pyproject.toml"
 INSTALLED = f"mcp {metadata.version('mcp')}"
 ADVICE = (
     f"supported: mcp {SUPPORTED_MCP} (pip install 'mcp{SUPPORTED_MCP}' 'mcp-types{SUPPORTED_MCP}')"

@@ -1,0 +1,1 @@
+"""Support code of the test suite: gateways, upstream servers, PostgreSQL, browsers."""

@@ -1,0 +1,1 @@
+"""Upstream MCP servers the tests run (in-process, stdio, HTTP)."""
