@@ -37,7 +37,8 @@ def api_request(args: argparse.Namespace, method: str, path: str, body: Any = No
         with httpx2.Client(base_url=args.url, headers=headers, timeout=30.0) as client:
             response = client.request(method, path, json=body)
     except httpx2.TransportError as exc:
-        raise ApiError(f"cannot reach the gateway at {args.url}: {exc}") from None
+        fix = "start `lockgate serve`, or point at it with --url or LOCKGATE_URL"
+        raise ApiError(f"cannot reach the gateway at {args.url} ({exc}): {fix}") from None
     is_json = response.headers.get("content-type", "").startswith("application/json")
     data = response.json() if is_json else {}
     if response.status_code >= 400:

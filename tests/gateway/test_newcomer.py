@@ -1,6 +1,7 @@
-"""What a newcomer's install has, the CLI works with: ``pip install -e .`` brings no optional
-extra, so every command of the README runs without asyncpg (the ``postgres`` extra), as the
-user types it, on a copy of the bundled ``configs/``."""
+"""What a newcomer meets first works: ``pip install -e .`` brings no optional extra, so every
+command of the README runs without asyncpg (the ``postgres`` extra), as the user types it, on a
+copy of the bundled ``configs/``; and an ``approvals`` command with no gateway serving says
+where it looked and how to point elsewhere."""
 
 from __future__ import annotations
 
@@ -103,3 +104,26 @@ def test_serve_starts_without_the_postgres_extra(served: subprocess.Popen[str]) 
     assert served.stderr is not None
     first = served.stderr.readline()
     assert first.startswith("lockgate: serving MCP at http://127.0.0.1:"), first
+
+
+def test_approvals_without_a_running_gateway_say_where_they_looked_and_how_to_point_elsewhere(
+    clone: Path,
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    env = {**os.environ, "LOCKGATE_APPROVER_TOKEN": "demo-approver-token", "LOCKGATE_URL": url}
+    run = subprocess.run(
+        [*LOCKGATE, "approvals", "list"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=clone,
+        env=env | {"PYTHONPATH": str(ROOT)},
+    )
+    assert run.returncode == 1
+    assert run.stderr.startswith(f"lockgate: error: cannot reach the gateway at {url} ("), (
+        run.stderr
+    )
+    assert run.stderr.endswith(
+        "): start `lockgate serve`, or point at it with --url or LOCKGATE_URL\n"
+    ), run.stderr
