@@ -25,11 +25,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from gateway.audit.log import AuditEntry
+from gateway.config.servers import EXTERNAL_SERVER
 from gateway.events.redact import MASK
 from gateway.resources.policy_guard import RESOURCE_READ
 from gateway.sessions import session_key
 from gateway.sessions.group_loaders import LOADER_PREFIX, LOADER_SERVER
-from gateway.wiring.external import EXTERNAL_SERVER
 from policies.engine import PolicyEngine
 from policies.session import SessionState
 from toolsets.context import CallContext, Principal

@@ -13,6 +13,7 @@ from gateway.config.scripts import ScriptConfig
 from toolsets.upstream.sanitize import DEFAULT_MAX_DESCRIPTION
 
 __all__ = [
+    "EXTERNAL_SERVER",
     "ExternalToolConfig",
     "FunctionConfig",
     "ServerConfig",
@@ -20,6 +21,9 @@ __all__ = [
     "function_specs",
     "python_command",
 ]
+
+EXTERNAL_SERVER = "external"
+"""The server name of the tools declared under ``external_tools`` (answered by workers)."""
 
 ServerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=40)]
 

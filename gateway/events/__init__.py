@@ -1,9 +1,6 @@
-"""Tool events: typed CloudEvents, the in-process bus and its sinks (SSE, webhooks, audit log)."""
+"""Tool events: typed CloudEvents, the in-process bus, redaction and the webhook sink (the SSE
+stream is `gateway.api.event_stream`, the audit log `gateway.audit`)."""
 
-from gateway.api.event_stream import bearer_authorizer, events_endpoint
-from gateway.audit.log import AuditEntry, AuditLog
-from gateway.audit.sink import AuditSink
-from gateway.audit.verify import VerifyReport, verify
 from gateway.config.events import WebhookConfig
 from gateway.events.bus import BusStats, EventBus, Listener, Subscription, compile_patterns
 from gateway.events.calls import BusObserver
@@ -19,9 +16,6 @@ __all__ = [
     "GAP",
     "MASK",
     "RESET",
-    "AuditEntry",
-    "AuditLog",
-    "AuditSink",
     "BusObserver",
     "BusStats",
     "DecisionLike",
@@ -31,13 +25,9 @@ __all__ = [
     "Listener",
     "SimpleDecision",
     "Subscription",
-    "VerifyReport",
     "WebhookConfig",
     "WebhookSink",
-    "bearer_authorizer",
     "compile_patterns",
-    "events_endpoint",
     "mask_credentials",
     "redact",
-    "verify",
 ]

@@ -9,8 +9,8 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.auth.step_up import StepUp
 from gateway.auth.tokens import Authenticator, Identity, bearer_token
+from gateway.http.step_up import StepUp
 from gateway.mcp.server import PRINCIPAL_SCOPE_KEY
 from toolsets.context import ANONYMOUS
 

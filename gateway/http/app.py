@@ -16,13 +16,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api.routes import api_routes
-from gateway.auth.step_up import StepUp
 from gateway.auth.tokens import Authenticator
 from gateway.background.health import with_store
 from gateway.config.listen import ListenConfig
 from gateway.gateway import Gateway
 from gateway.http.agent_auth import AgentAuthMiddleware
 from gateway.http.origin_guard import HostOriginGuard
+from gateway.http.step_up import StepUp
 from gateway.http.webpage import web_routes
 from gateway.mcp.http_fast_path import FastPath
 from gateway.mcp.server import build_server

@@ -21,14 +21,12 @@ stream carrying the request, and the session's POST of the answer is taken here
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
-from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
@@ -40,11 +38,11 @@ from mcp.shared.inbound import (
 )
 from mcp_types import ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.approvals.errors import BackChannelRequired
 from gateway.mcp.calls import SESSION_HEADER, session_of
+from gateway.mcp.http_wire import accepts, on_disconnect, read_body, replay, send_json
 from gateway.mcp.listings import Listings, listing_id
 from gateway.mcp.raw_calls import (
     PlainCall,
@@ -69,60 +67,6 @@ MAX_BODY = 4 * 1024 * 1024
 _PARAM = "mcp-param-"
 _HEADER_KEYWORD = f'"{X_MCP_HEADER_KEY}"'
 """The schema keyword that makes an argument travel in an ``Mcp-Param-*`` header too."""
-
-
-async def _read_body(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
-    """The request's messages as received, and the whole body (None when it is too big)."""
-    messages: list[Message] = []
-    size = 0
-    while True:
-        message = await receive()
-        messages.append(message)
-        if message["type"] != "http.request":
-            return messages, None
-        size += len(message.get("body", b""))
-        if size > limit:
-            return messages, None
-        if not message.get("more_body", False):
-            break
-    if len(messages) == 1:
-        return messages, messages[0].get("body", b"")
-    return messages, b"".join(m.get("body", b"") for m in messages)
-
-
-async def _disconnect(receive: Receive, cancel: anyio.CancelScope) -> None:
-    """Cancel ``cancel`` when the client goes away."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    cancel.cancel()
-
-
-def _replay(messages: list[Message], receive: Receive) -> Receive:
-    """A ``receive`` that yields ``messages`` again, then the real stream."""
-    pending = list(messages)
-
-    async def replayed() -> Message:
-        if pending:
-            return pending.pop(0)
-        return await receive()
-
-    return replayed
-
-
-async def _send_json(send: Send, status: int, body: bytes, session_id: str | None) -> None:
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    if session_id is not None:
-        headers.append((b"mcp-session-id", session_id.encode("latin-1")))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-@functools.lru_cache(maxsize=64)
-def _accepts(accept: str) -> tuple[bool, bool]:
-    """The SDK's ``(has_json, has_sse)`` verdict on an Accept header, once per distinct value
-    (clients send the same one on every request)."""
-    request = Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]})
-    return check_accept_headers(request)
 
 
 def _requestor(scope: Scope) -> object:
@@ -161,12 +105,12 @@ class FastPath:
             self._sdk.inc()
             await self.app(scope, receive, send)
             return
-        messages, body = await _read_body(receive, self.max_body)
+        messages, body = await read_body(receive, self.max_body)
         if body is not None and await self._serve(scope, body, receive, send):
             self._fast.inc()
             return
         self._sdk.inc()
-        await self.app(scope, _replay(messages, receive), send)
+        await self.app(scope, replay(messages, receive), send)
 
     async def _serve(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         """Answer the request when it is on the fast path; False hands it to the SDK."""
@@ -174,7 +118,7 @@ class FastPath:
         headers = dict(raw)
         if not headers.get("content-type", "").lower().startswith("application/json"):
             return False
-        has_json, has_sse = _accepts(headers.get("accept", ""))
+        has_json, has_sse = accepts(headers.get("accept", ""))
         if not (has_json and has_sse):  # what the SDK requires of both eras' POSTs
             return False
         try:
@@ -184,7 +128,7 @@ class FastPath:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
         if (invalid := invalid_id(message)) is not None:
-            await _send_json(send, 400, refusal_bytes(invalid), None)
+            await send_json(send, 400, refusal_bytes(invalid), None)
             return True
         method = message.get("method")
         principal = scope.get(PRINCIPAL_SCOPE_KEY)
@@ -265,7 +209,7 @@ class FastPath:
             body = await self._listings.answer(request_id, ctx, client.protocol_version)
         except Exception:
             return False
-        await _send_json(send, 200, body, None if modern else session_id)
+        await send_json(send, 200, body, None if modern else session_id)
         return True
 
     def _session(self, headers: Mapping[str, str], scope: Scope) -> str | None:
@@ -315,7 +259,7 @@ class FastPath:
             # A cancelled request is never answered: the response ends without a message.
             await stream.close(body)
         else:
-            await _send_json(send, 200, body, session_id)
+            await send_json(send, 200, body, session_id)
         return True
 
     async def _answered(
@@ -385,7 +329,7 @@ class FastPath:
         with anyio.CancelScope() as cancel:
             # Structural cancellation: the client closing the exchange cancels the call. A bare
             # asyncio task watches (uvicorn runs asyncio), a task group per call costs more.
-            watcher = asyncio.get_running_loop().create_task(_disconnect(receive, cancel))
+            watcher = asyncio.get_running_loop().create_task(on_disconnect(receive, cancel))
             try:
                 session_id = headers.get(SESSION_HEADER)  # else the request's _meta says
                 outcome = await self.handle(
@@ -398,5 +342,5 @@ class FastPath:
         status = 200
         if isinstance(outcome, ErrorData):
             status = ERROR_CODE_HTTP_STATUS.get(outcome.code, 200)
-        await _send_json(send, status, response_bytes(call.id, outcome, stamp=self._stamp), None)
+        await send_json(send, status, response_bytes(call.id, outcome, stamp=self._stamp), None)
         return True

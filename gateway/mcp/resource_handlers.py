@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, ErrorData
 
 from gateway.mcp.errors import mcp_error
-from gateway.mcp.listen import SessionListen
+from gateway.resources.listen_streams import SessionListen
 from gateway.resources.service import ResourceService
 from gateway.resources.session_subscriptions import SessionSubscriptions
 from toolsets.context import CallContext

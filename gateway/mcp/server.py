@@ -26,9 +26,9 @@ from gateway.gateway import Gateway
 from gateway.mcp.caller_decision import elicit_callback
 from gateway.mcp.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_hold_of, session_of
 from gateway.mcp.handshake_sessions import LegacySessions
-from gateway.mcp.listen import SessionListen
 from gateway.mcp.relay import declared, request_peer
 from gateway.mcp.resource_handlers import ResourceHandlers
+from gateway.resources.listen_streams import SessionListen
 from toolsets import _sdk_compat as sdk
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.result import ToolResult

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, SubscriptionsListenRequestParams
 from mcp_types import SubscriptionsListenResult as ListenResult
 
-from gateway.mcp.listen import SessionListen
+from gateway.resources.listen_streams import SessionListen
 from gateway.resources.routes import Route
 from gateway.resources.service import ResourceService
 from toolsets import _sdk_compat as sdk

@@ -120,15 +120,19 @@ class Sandbox:
                 again=expression,
                 inputs=inputs,
             )
-        except MontyError as exc:
-            raise ScriptFailed(_describe(name, exc, limits)) from None
-        except NoWorker:
-            waited = f"{self.config.checkout_timeout:g} s, sandbox.checkout_timeout"
-            raise ScriptFailed(f"{name} found no free sandbox worker in {waited}") from None
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:  # a value that does not convert, a pool error
-            raise ScriptFailed(f"{name} failed: {type(exc).__name__}: {exc}") from None
+            raise ScriptFailed(self._failure(name, exc, limits)) from None
+
+    def _failure(self, name: str, exc: Exception, limits: ScriptLimits) -> str:
+        """What a failed run says: the script's error, a limit, no worker, or anything else."""
+        if isinstance(exc, MontyError):
+            return _describe(name, exc, limits)
+        if isinstance(exc, NoWorker):
+            waited = f"{self.config.checkout_timeout:g} s, sandbox.checkout_timeout"
+            return f"{name} found no free sandbox worker in {waited}"
+        return f"{name} failed: {type(exc).__name__}: {exc}"
 
 
 def _resource_limits(limits: ScriptLimits) -> ResourceLimits:

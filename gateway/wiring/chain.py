@@ -11,10 +11,10 @@ from __future__ import annotations
 from gateway.approvals.holding import HeldCalls, Holding
 from gateway.approvals.refusals import Refusals
 from gateway.approvals.service import ApprovalService
+from gateway.config.servers import EXTERNAL_SERVER
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
 from gateway.sessions.book import SessionBook
-from gateway.wiring.external import EXTERNAL_SERVER
 from policies import PolicyDecider
 from policies.held_scopes import HeldScopes
 from toolsets.abstract import Toolset

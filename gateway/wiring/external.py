@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.config.servers import ExternalToolConfig
+from gateway.config.servers import EXTERNAL_SERVER, ExternalToolConfig
 from toolsets.context import CallContext
 from toolsets.external import ExternalToolset
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["EXTERNAL_SERVER", "external_toolset"]
-
-EXTERNAL_SERVER = "external"
+__all__ = ["external_toolset"]
 
 
 async def _not_here(tool: ToolDef, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
