@@ -20,12 +20,13 @@ from typing import Any
 import anyio
 import pytest
 from gateway_faces import serve_gateway
+from paths import REPO
 from pg_support import PG_DSN, fresh_schema, pg_storage
 from support import echo_upstream, free_port, mcp_http_client, write_config
 
 from gateway.gateway import Gateway
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 LOCKGATE = [sys.executable, "-m", "gateway.cli"]
 ALICE = "alice-approver-token"
 KEY = "ab" * 32

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from paths import REPO
 from support import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 LOCKGATE = [sys.executable, "-m", "gateway.cli"]
 MISSING = "raise ModuleNotFoundError(\"No module named 'asyncpg'\", name='asyncpg')\n"
 
