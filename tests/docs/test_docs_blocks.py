@@ -1,0 +1,305 @@
+"""Every ``sh`` and ``python`` block of the README and of ``docs/*.md`` runs as a test, or is
+listed in ``NOT_RUN`` with the reason it cannot run here.
+
+A block is named by its page and a stable snippet of its first line (not by its index), and
+must match exactly one entry of ``RUN`` or ``NOT_RUN``: a block added to the docs without being
+run or listed fails ``test_every_block_is_run_or_listed_with_a_reason``.
+
+The blocks of ``RUN`` run as written, from a directory holding a copy of ``configs/`` and a
+``.venv`` link to this interpreter's environment, against ``lockgate serve`` running there on a
+free port (the pages' ``127.0.0.1:8765`` stands for it). ``ap_...`` stands for the id of a call
+this test holds for approval first; a streaming command (``approvals watch``, ``events tail``)
+runs for two seconds. Python blocks with a top-level ``await`` run inside one event loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from readme_support import APPROVER_TOKEN, BIN, ROOT, first_line_with
+from support import free_port
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LANGUAGES = ("sh", "python")
+STREAMS = ("approvals watch", "events tail")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block of a page."""
+
+    page: str
+    language: str
+    line: int
+    text: str
+
+    @property
+    def first_line(self) -> str:
+        return self.text.splitlines()[0] if self.text else ""
+
+
+@dataclass(frozen=True)
+class Run:
+    """How a block is run: ``holds`` calls held for its ``ap_...`` (each ``ap_...`` in turn gets
+    the next), ``expect`` texts its output shows, ``given`` code run before a Python block,
+    ``fails`` texts of the lines that must fail (``# denied by policy``), ``replace`` edits
+    the test makes (each says why)."""
+
+    expect: tuple[str, ...] = ()
+    fails: tuple[str, ...] = ()
+    holds: int = 0
+    given: str = ""
+    replace: tuple[tuple[str, str], ...] = ()
+
+
+RUN: dict[tuple[str, str], Run] = {
+    ("README.md", ".venv/bin/lockgate tools"): Run(
+        expect=("files__write_file", "hi"), fails=("files__delete_file",)
+    ),
+    ("README.md", ".venv/bin/lockgate policy check"): Run(expect=("sensitive-writes",)),
+    ("README.md", "export LOCKGATE_APPROVER_TOKEN"): Run(holds=1),
+    ("docs/getting-started.md", ".venv/bin/lockgate tools"): Run(
+        expect=("files__write_file", "hi"), fails=("files__delete_file",)
+    ),
+    ("docs/getting-started.md", "export LOCKGATE_APPROVER_TOKEN"): Run(holds=1),
+    ("docs/getting-started.md", ".venv/bin/lockgate policy check"): Run(),
+    ("docs/approvals.md", "export LOCKGATE_APPROVER_TOKEN"): Run(holds=1),
+    ("docs/approvals.md", "curl -s -H"): Run(holds=1, expect=("approve",)),
+    ("docs/authentication.md", ".venv/bin/python -c 'import hashlib"): Run(expect=("sha256:",)),
+    ("docs/events.md", ".venv/bin/lockgate events tail"): Run(
+        expect=("ok",), replace=(("--token", "--url $LOCKGATE_URL --token"),)
+    ),
+    ("docs/operations.md", ".venv/bin/lockgate doctor"): Run(),
+    ("docs/operations.md", "curl -s http://127.0.0.1:8765/healthz"): Run(expect=("ok",)),
+    ("docs/operations.md", ".venv/bin/lockgate audit verify"): Run(expect=("ok",)),
+    ("docs/operations.md", "mkdir -p backup"): Run(),
+    ("docs/policies.md", ".venv/bin/lockgate policy check"): Run(),
+    ("docs/policies.md", ".venv/bin/lockgate policy replay"): Run(),
+    ("docs/scripts.md", ".venv/bin/lockgate scripts check"): Run(),
+    ("docs/security.md", ".venv/bin/lockgate pins list"): Run(),
+    ("docs/clients.md", "import anyio"): Run(expect=("files__write_file",)),
+    ("docs/clients.md", "from lockgate import GatewayToolkit"): Run(),
+    ("docs/protocol.md", 'TICKET = "lockgate://tickets/'): Run(
+        given="from mcp import Client", expect=("ResourceUpdated",)
+    ),
+}
+
+NOT_RUN: dict[tuple[str, str], str] = {
+    ("README.md", "python3 -m venv .venv"): "creates a venv and installs the package; "
+    "its last command, `lockgate serve`, is the server every block here runs against",
+    ("docs/getting-started.md", "python3 -m venv .venv"): "the README's quickstart, as above",
+    ("README.md", "import anyio"): "the call is held until decided: "
+    "test_readme_commands.py holds and approves the same call",
+    ("docs/getting-started.md", "import anyio"): "the README's held call, as above",
+    ("README.md", "export LOCKGATE_AGENT_TOKEN"): "needs the `claude` CLI; the command's URL "
+    "and header are checked by test_docs_clients.py",
+    ("README.md", "from gateway.adapters.pydantic_ai"): "needs a served gateway with agent "
+    "tokens; the adapters are run by tests/gateway/adapters",
+    ("docs/clients.md", "export LOCKGATE_AGENT_TOKEN"): "`lockgate serve` runs until stopped; "
+    "served with agent tokens by test_docs_clients.py",
+    ("docs/clients.md", "claude mcp add"): "needs the `claude` CLI; its URL and header are "
+    "checked by test_docs_clients.py",
+    ("docs/clients.md", "npx @modelcontextprotocol/inspector"): "the MCP Inspector is a "
+    "browser UI that runs until stopped",
+    ("docs/clients.md", "from pydantic_ai import Agent"): "needs an OpenAI API key",
+    ("docs/clients.md", "from gateway.adapters import RemoteGateway"): "needs an OpenAI "
+    "client and key (`openai_client`, `MODEL`, `messages` are the reader's)",
+    ("docs/getting-started.md", "./scripts/test"): "runs the whole suite, this test among it",
+    ("docs/operations.md", "systemctl stop lockgate"): "needs systemd and a lockgate unit",
+    ("docs/operations.md", "pg_dump"): "needs a PostgreSQL server and its client tools",
+    ("docs/policies.md", ".venv/bin/lockgate approvals approve ap_... --grant"): "grants "
+    "need two held calls on one session and a grant id; run by tests/gateway/cli",
+    ("docs/postgres.md", ".venv/bin/pip install"): "run by test_readme_replicas.py",
+    ("docs/postgres.md", "export LOCKGATE_APPROVER_TOKEN"): "run by test_readme_replicas.py",
+    ("docs/postgres.md", ".venv/bin/lockgate audit verify -c"): "needs PostgreSQL; "
+    "run by test_readme_replicas.py",
+    ("docs/protocol.md", "async def answer"): "needs an upstream that elicits (`notes`), "
+    "not in configs/",
+    ("docs/service.md", "LOCKGATE_AGENT_TOKEN=..."): "the content of a systemd EnvironmentFile, "
+    "with placeholders",
+    ("docs/service.md", "useradd --system"): "needs root and systemd",
+}
+
+
+def doc_blocks() -> list[Block]:
+    """Every ``sh`` and ``python`` block of the pages, in order."""
+    found: list[Block] = []
+    for path in PAGES:
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"^```(\w+)\n(.*?)^```", text, flags=re.S | re.M):
+            if match.group(1) in LANGUAGES:
+                line = text[: match.start()].count("\n") + 1
+                page = str(path.relative_to(ROOT))
+                found.append(Block(page, match.group(1), line, match.group(2)))
+    return found
+
+
+def keys_of(block: Block) -> list[tuple[str, str]]:
+    return [
+        key
+        for key in (*RUN, *NOT_RUN)
+        if key[0] == block.page and block.first_line.startswith(key[1])
+    ]
+
+
+def test_every_block_is_run_or_listed_with_a_reason() -> None:
+    unmatched = [f"{b.page}:{b.line} {b.first_line!r}" for b in doc_blocks() if not keys_of(b)]
+    assert not unmatched, "blocks neither in RUN nor in NOT_RUN:\n" + "\n".join(unmatched)
+    twice = [f"{b.page}:{b.line}" for b in doc_blocks() if len(keys_of(b)) > 1]
+    assert not twice, f"blocks matched by more than one entry: {twice}"
+
+
+def test_every_entry_names_a_block_of_the_docs() -> None:
+    used = {key for b in doc_blocks() for key in keys_of(b)}
+    assert not set(RUN) & set(NOT_RUN)
+    assert not {*RUN, *NOT_RUN} - used, "entries that match no block (stale)"
+    assert all(reason.strip() for reason in NOT_RUN.values())
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
+    """A copy of ``configs/`` with a ``.venv`` link, served on a free port."""
+    here = tmp_path_factory.mktemp("blocks")
+    shutil.copytree(ROOT / "configs", here / "configs")
+    (here / ".venv").symlink_to(Path(sys.prefix))
+    (here / "bench").symlink_to(ROOT / "bench")
+    config = here / "configs" / "gateway.yaml"
+    port = free_port()
+    config.write_text(config.read_text().replace("port: 8765", f"port: {port}"))
+    server = subprocess.Popen(
+        [str(BIN / "lockgate"), "serve"],
+        cwd=here,
+        env=env_for(port),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        assert "serving MCP at" in first_line_with(server.stderr, "lockgate: serving")
+        yield here, port
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
+def env_for(port: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "LOCKGATE_URL": f"http://127.0.0.1:{port}",
+        "LOCKGATE_APPROVER_TOKEN": APPROVER_TOKEN,
+        "TOKEN": "a-token",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+HOLDS = itertools.count()
+
+
+def hold(here: Path, port: int) -> tuple[subprocess.Popen[str], str]:
+    """A call held for approval (each on a file of its own), and its id."""
+    argv = [str(BIN / "lockgate"), "call", "files__write_file"]
+    argv += ["--args", json.dumps({"path": f".env.{next(HOLDS)}", "content": "K=1"})]
+    held = subprocess.Popen(
+        argv,
+        cwd=here,
+        env=env_for(port),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert held.stderr is not None
+    line = held.stderr.readline()
+    while line and "held for approval" not in line:
+        line = held.stderr.readline()
+    found = re.search(r"ap_[A-Za-z0-9_-]+", line)
+    if found is None:
+        out, err = held.communicate(timeout=10)
+        raise AssertionError(f"not held: {out}{err}")
+    return held, found.group(0)
+
+
+def shell(text: str, port: int, ids: list[str], how: Run) -> list[str]:
+    lines = []
+    for old, new in how.replace:
+        text = text.replace(old, new)
+    for written in text.replace("127.0.0.1:8765", f"127.0.0.1:{port}").splitlines():
+        line = written
+        for id in ids:
+            line = line.replace("ap_...", id, 1)
+        if any(stream in line for stream in STREAMS):
+            line = f"{{ timeout 2 {line.split('  #')[0]} || [ $? = 124 ]; }}"
+        if any(text in line for text in how.fails):
+            line = f"! {line}"
+        lines.append(line)
+    return ["bash", "-euo", "pipefail", "-c", "\n".join(lines)]
+
+
+PYTHON = """\
+import ast, asyncio, sys
+source = sys.stdin.read()
+code = compile(source, "<block>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+result = eval(code, {"__name__": "__main__"})
+if result is not None:
+    asyncio.run(result)
+"""
+
+
+def runnable() -> dict[tuple[str, str], tuple[list[Block], Run]]:
+    """The blocks of ``RUN`` by language and text: a block copied on two pages runs once."""
+    found: dict[tuple[str, str], tuple[list[Block], Run]] = {}
+    for b in doc_blocks():
+        keys = [k for k in keys_of(b) if k in RUN]
+        if keys:
+            found.setdefault((b.language, b.text), ([], RUN[keys[0]]))[0].append(b)
+    return found
+
+
+RUNNABLE = list(runnable().values())
+
+
+@pytest.mark.parametrize(
+    ("block", "how"),
+    [(blocks[0], how) for blocks, how in RUNNABLE],
+    ids=[" ".join(f"{b.page}:{b.line}" for b in blocks) for blocks, _ in RUNNABLE],
+)
+def test_the_block_runs_as_written(block: Block, how: Run, served: tuple[Path, int]) -> None:
+    here, port = served
+    holds = [hold(here, port) for _ in range(how.holds)]
+    try:
+        if block.language == "sh":
+            argv, stdin = shell(block.text, port, [id for _, id in holds], how), None
+        else:
+            argv = [str(BIN / "python"), "-c", PYTHON]
+            source = block.text.replace("127.0.0.1:8765", f"127.0.0.1:{port}")
+            stdin = f"{how.given}\n{source}"
+        done = subprocess.run(
+            argv,
+            cwd=here,
+            env=env_for(port),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        for text in how.expect:
+            assert text in done.stdout, done.stdout
+    finally:
+        for held, _ in holds:
+            try:
+                held.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                held.kill()
+                held.communicate(timeout=10)
