@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,16 +51,21 @@ class Block:
 
 @dataclass(frozen=True)
 class Run:
-    """How a block is run: ``holds`` calls held for its ``ap_...`` (each ``ap_...`` in turn gets
-    the next), ``expect`` texts its output shows, ``given`` code run before a Python block,
-    ``fails`` texts of the lines that must fail (``# denied by policy``), ``replace`` edits
-    the test makes (each says why)."""
+    """How a block is run.
+
+    ``holds``: calls held for its ``ap_...`` (each ``ap_...`` in turn gets the next, the last
+    one the rest); ``expect``: texts its output shows; ``given``: code run before a Python
+    block; ``fails``: texts of the lines that must fail (``# denied by policy``); ``replace``:
+    edits the test makes (each says why); ``approves``: the test approves the call the block
+    holds while it runs.
+    """
 
     expect: tuple[str, ...] = ()
     fails: tuple[str, ...] = ()
     holds: int = 0
     given: str = ""
     replace: tuple[tuple[str, str], ...] = ()
+    approves: bool = False
 
 
 RUN: dict[tuple[str, str], Run] = {
@@ -87,10 +93,21 @@ RUN: dict[tuple[str, str], Run] = {
     ("docs/policies.md", ".venv/bin/lockgate policy replay"): Run(),
     ("docs/scripts.md", ".venv/bin/lockgate scripts check"): Run(),
     ("docs/security.md", ".venv/bin/lockgate pins list"): Run(),
+    ("README.md", "import anyio"): Run(approves=True, expect=("wrote 3 bytes",)),
+    ("docs/getting-started.md", "import anyio"): Run(approves=True),
+    ("README.md", "from gateway.adapters.pydantic_ai"): Run(),
+    ("docs/policies.md", ".venv/bin/lockgate approvals approve ap_... --grant"): Run(
+        holds=2,
+        expect=("gr_",),
+        # the grant's id, which the page leaves to the reader, from the list before it:
+        replace=(("gr_...", "$(.venv/bin/lockgate grants list | grep -o 'gr_[A-Za-z0-9_-]*')"),),
+    ),
     ("docs/clients.md", "import anyio"): Run(expect=("files__write_file",)),
     ("docs/clients.md", "from lockgate import GatewayToolkit"): Run(),
     ("docs/protocol.md", 'TICKET = "lockgate://tickets/'): Run(
-        given="from mcp import Client", expect=("ResourceUpdated",)
+        given="from mcp import Client\n"  # and the notes.md the README's calls write:
+        "import pathlib; pathlib.Path('var/workspace/notes.md').write_text('hi')",
+        expect=("ResourceUpdated",),
     ),
 }
 
@@ -98,13 +115,8 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("README.md", "python3 -m venv .venv"): "creates a venv and installs the package; "
     "its last command, `lockgate serve`, is the server every block here runs against",
     ("docs/getting-started.md", "python3 -m venv .venv"): "the README's quickstart, as above",
-    ("README.md", "import anyio"): "the call is held until decided: "
-    "test_readme_commands.py holds and approves the same call",
-    ("docs/getting-started.md", "import anyio"): "the README's held call, as above",
     ("README.md", "export LOCKGATE_AGENT_TOKEN"): "needs the `claude` CLI; the command's URL "
     "and header are checked by test_docs_clients.py",
-    ("README.md", "from gateway.adapters.pydantic_ai"): "needs a served gateway with agent "
-    "tokens; the adapters are run by tests/gateway/adapters",
     ("docs/clients.md", "export LOCKGATE_AGENT_TOKEN"): "`lockgate serve` runs until stopped; "
     "served with agent tokens by test_docs_clients.py",
     ("docs/clients.md", "claude mcp add"): "needs the `claude` CLI; its URL and header are "
@@ -117,8 +129,6 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("docs/getting-started.md", "./scripts/test"): "runs the whole suite, this test among it",
     ("docs/operations.md", "systemctl stop lockgate"): "needs systemd and a lockgate unit",
     ("docs/operations.md", "pg_dump"): "needs a PostgreSQL server and its client tools",
-    ("docs/policies.md", ".venv/bin/lockgate approvals approve ap_... --grant"): "grants "
-    "need two held calls on one session and a grant id; run by tests/gateway/cli",
     ("docs/postgres.md", ".venv/bin/pip install"): "run by test_readme_replicas.py",
     ("docs/postgres.md", "export LOCKGATE_APPROVER_TOKEN"): "run by test_readme_replicas.py",
     ("docs/postgres.md", ".venv/bin/lockgate audit verify -c"): "needs PostgreSQL; "
@@ -173,6 +183,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int
     shutil.copytree(ROOT / "configs", here / "configs")
     (here / ".venv").symlink_to(Path(sys.prefix))
     (here / "bench").symlink_to(ROOT / "bench")
+    policy = here / "configs" / "policies" / "default.yaml"
+    decisions = "      decisions: [approve, deny]\n"
+    # the grants and break-glass docs/policies.md approves with, offered by the held rule:
+    offered = "      grants: [once, session, tool]\n      break_glass: role:security\n"
+    policy.write_text(policy.read_text().replace(decisions, decisions + offered, 1))
     config = here / "configs" / "gateway.yaml"
     port = free_port()
     config.write_text(config.read_text().replace("port: 8765", f"port: {port}"))
@@ -229,13 +244,14 @@ def hold(here: Path, port: int) -> tuple[subprocess.Popen[str], str]:
 
 
 def shell(text: str, port: int, ids: list[str], how: Run) -> list[str]:
-    lines = []
+    lines, used = [], 0
     for old, new in how.replace:
         text = text.replace(old, new)
     for written in text.replace("127.0.0.1:8765", f"127.0.0.1:{port}").splitlines():
         line = written
-        for id in ids:
-            line = line.replace("ap_...", id, 1)
+        while "ap_..." in line:
+            line = line.replace("ap_...", ids[min(used, len(ids) - 1)], 1)
+            used += 1
         if any(stream in line for stream in STREAMS):
             line = f"{{ timeout 2 {line.split('  #')[0]} || [ $? = 124 ]; }}"
         if any(text in line for text in how.fails):
@@ -244,9 +260,31 @@ def shell(text: str, port: int, ids: list[str], how: Run) -> list[str]:
     return ["bash", "-euo", "pipefail", "-c", "\n".join(lines)]
 
 
+def approve_the_held_call(here: Path, port: int) -> None:
+    """Approve the one call held while a block runs, as an approver would."""
+    lockgate = str(BIN / "lockgate")
+    for _ in range(20):
+        listed = subprocess.run(
+            [lockgate, "approvals", "list"],
+            cwd=here,
+            env=env_for(port),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        found = re.search(r"ap_[A-Za-z0-9_-]+", listed.stdout)
+        if found:
+            approve = [lockgate, "approvals", "approve", found.group(0)]
+            subprocess.run(approve, cwd=here, env=env_for(port), timeout=30, check=True)
+            return
+        time.sleep(0.2)
+    raise AssertionError("the block held no call")
+
+
 PYTHON = """\
 import ast, asyncio, sys
-source = sys.stdin.read()
+source = sys.argv[1]
 code = compile(source, "<block>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 result = eval(code, {"__name__": "__main__"})
 if result is not None:
@@ -277,21 +315,23 @@ def test_the_block_runs_as_written(block: Block, how: Run, served: tuple[Path, i
     holds = [hold(here, port) for _ in range(how.holds)]
     try:
         if block.language == "sh":
-            argv, stdin = shell(block.text, port, [id for _, id in holds], how), None
+            argv = shell(block.text, port, [id for _, id in holds], how)
         else:
-            argv = [str(BIN / "python"), "-c", PYTHON]
             source = block.text.replace("127.0.0.1:8765", f"127.0.0.1:{port}")
-            stdin = f"{how.given}\n{source}"
-        done = subprocess.run(
+            argv = [str(BIN / "python"), "-c", PYTHON, f"{how.given}\n{source}"]
+        block_run = subprocess.Popen(
             argv,
             cwd=here,
             env=env_for(port),
-            input=stdin,
-            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=30,
-            check=False,
         )
+        if how.approves:
+            approve_the_held_call(here, port)
+        out, err = block_run.communicate(timeout=30)
+        done = subprocess.CompletedProcess(argv, block_run.returncode, out, err)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
         for text in how.expect:
