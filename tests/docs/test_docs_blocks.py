@@ -89,6 +89,19 @@ RUN: dict[tuple[str, str], Run] = {
     ("docs/operations.md", "curl -s http://127.0.0.1:8765/healthz"): Run(expect=("ok",)),
     ("docs/operations.md", ".venv/bin/lockgate audit verify"): Run(expect=("ok",)),
     ("docs/operations.md", "mkdir -p backup"): Run(),
+    ("docs/operations.md", "systemctl stop lockgate"): Run(
+        expect=("ok",),
+        # no systemd here: stopping and starting the unit are no-ops (nothing calls meanwhile);
+        # a call first, so the log has entries and a head, and the folder of the block before
+        replace=(
+            (
+                "systemctl stop lockgate",
+                "mkdir -p backup; .venv/bin/lockgate call files__write_file"
+                ' --args \'{"path": "b.md", "content": "b"}\'',
+            ),
+            ("systemctl", ": systemctl"),
+        ),
+    ),
     ("docs/policies.md", ".venv/bin/lockgate policy check"): Run(),
     ("docs/policies.md", ".venv/bin/lockgate policy replay"): Run(),
     ("docs/scripts.md", ".venv/bin/lockgate scripts check"): Run(),
@@ -127,7 +140,6 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("docs/clients.md", "from gateway.adapters import RemoteGateway"): "needs an OpenAI "
     "client and key (`openai_client`, `MODEL`, `messages` are the reader's)",
     ("docs/getting-started.md", "./scripts/test"): "runs the whole suite, this test among it",
-    ("docs/operations.md", "systemctl stop lockgate"): "needs systemd and a lockgate unit",
     ("docs/operations.md", "pg_dump"): "needs a PostgreSQL server and its client tools",
     ("docs/postgres.md", ".venv/bin/pip install"): "run by test_readme_replicas.py",
     ("docs/postgres.md", "export LOCKGATE_APPROVER_TOKEN"): "run by test_readme_replicas.py",
