@@ -54,7 +54,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=f"Stream the events of the gateway serving --url ({NOT_HERE}).",
     )
     tail.add_argument("--types", default="*", help="comma-separated type patterns (tool.*)")
-    tail.add_argument("--url", default=DEFAULT_URL, help=f"gateway URL (default {DEFAULT_URL})")
+    tail.add_argument(
+        "--url",
+        default=os.environ.get("LOCKGATE_URL", DEFAULT_URL),
+        help=f"gateway URL (default: LOCKGATE_URL, else {DEFAULT_URL})",
+    )
     tail.add_argument("--token", help="subscriber or approver token (default: $LOCKGATE_TOKEN)")
     tail.add_argument("--json", action="store_true", help="print each CloudEvent as JSON")
     tail.add_argument("-n", "--count", type=int, help="exit after this many events")

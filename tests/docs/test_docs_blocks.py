@@ -82,9 +82,7 @@ RUN: dict[tuple[str, str], Run] = {
     ("docs/approvals.md", "export LOCKGATE_APPROVER_TOKEN"): Run(holds=1),
     ("docs/approvals.md", "curl -s -H"): Run(holds=1, expect=("approve",)),
     ("docs/authentication.md", ".venv/bin/python -c 'import hashlib"): Run(expect=("sha256:",)),
-    ("docs/events.md", ".venv/bin/lockgate events tail"): Run(
-        expect=("ok",), replace=(("--token", "--url $LOCKGATE_URL --token"),)
-    ),
+    ("docs/events.md", ".venv/bin/lockgate events tail"): Run(expect=("ok",)),
     ("docs/operations.md", ".venv/bin/lockgate doctor"): Run(),
     ("docs/operations.md", "curl -s http://127.0.0.1:8765/healthz"): Run(expect=("ok",)),
     ("docs/operations.md", ".venv/bin/lockgate audit verify"): Run(expect=("ok",)),
