@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from policy_support import DEFAULT_CASES, DEFAULT_POLICY, FIXTURES, REPO, engine
@@ -184,16 +185,21 @@ def test_the_module_runs_as_a_command() -> None:
     assert result.stdout.splitlines()[-1] == "17 passed, 0 failed"
 
 
-def test_the_module_reports_errors_without_a_traceback() -> None:
-    bad = FIXTURES / "errors" / "cel_variable.yaml"
-    result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli.policy", "policy", "check", str(bad)],
+def _check(module: str, bad: Path) -> subprocess.CompletedProcess[str]:
+    """``policy check`` of ``bad`` through ``python -m module``, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", module, "policy", "check", str(bad)],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
+
+
+def test_the_module_reports_errors_without_a_traceback() -> None:
+    bad = FIXTURES / "errors" / "cel_variable.yaml"
+    result = _check("gateway.cli.policy", bad)
     assert result.returncode == 1
     assert result.stderr == (
         f"{bad}:5:5: rules.0.unless: unknown CEL variable 'user' "
@@ -203,14 +209,7 @@ def test_the_module_reports_errors_without_a_traceback() -> None:
 
 def test_policy_check_refuses_a_cel_function_that_does_not_exist() -> None:
     bad = FIXTURES / "errors" / "cel_function.yaml"
-    result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "policy", "check", str(bad)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    result = _check("gateway.cli", bad)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"{bad}:5:5: rules.0.when: unknown CEL function 'startswith' (did you mean 'startsWith'?)",

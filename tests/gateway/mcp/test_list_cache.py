@@ -208,13 +208,20 @@ async def test_a_policy_reload_changes_the_next_listing(
 
 @ERAS
 async def test_a_new_upstream_tool_is_in_the_next_listing(gateway: Gateway, era: str) -> None:
+    changed = anyio.Event()
+
+    async def on_changed(source: str) -> None:
+        changed.set()
+
+    gateway.on_tools_changed(on_changed)
     async with stdio(gateway, era, ANONYMOUS) as wire:
         before = await listed(wire, 11)
         await wire.request(12, "tools/call", {"name": "echo__add_tool", "arguments": {}})
         added = "echo__" + (await wire.answer(12))["result"]["content"][0]["text"]
-        with anyio.fail_after(20):
-            while added not in await gateway.tools():
-                await anyio.sleep(0.02)
+        with anyio.fail_after(30):
+            while added not in await gateway.tools():  # a change announced, then re-listed
+                await changed.wait()
+                changed = anyio.Event()
         after = await listed(wire, 13)
 
     assert added not in before
