@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from policies.session_labels import LabelSource, SessionLabels
 from toolsets.canonical import canonical_json, sha256_hex
 
-__all__ = ["HISTORY_LIMIT", "GateKey", "SessionState"]
+__all__ = ["HISTORY_LIMIT", "GateKey", "LabelSource", "SessionState"]
 
 HISTORY_LIMIT: Final = 200
 """Calls kept in `SessionState.history`; older ones are dropped first."""
@@ -32,6 +33,7 @@ class _Stored(BaseModel):
     groups: list[str] = Field(default_factory=list)
     variables: dict[str, Any] = Field(default_factory=dict)
     history: list[dict[str, Any]] = Field(default_factory=list)
+    labels: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
 
 
 def _args_digest(args: Mapping[str, Any]) -> str | None:
@@ -64,6 +66,8 @@ class SessionState:
         variables: JSON values kept for the session (not visible to CEL).
         history: The last `HISTORY_LIMIT` calls, oldest first, each
             ``{"tool": NAME, "args_sha256": HEX or None, "ok": BOOL}``.
+        label_book: The data-flow labels the session touched, with the calls that brought
+            each in (``session.labels``, ``session.label_sources``); `labels` is their names.
     """
 
     __slots__ = (
@@ -71,6 +75,7 @@ class SessionState:
         "groups",
         "history",
         "id",
+        "label_book",
         "last_args",
         "succeeded",
         "tool_calls",
@@ -86,6 +91,7 @@ class SessionState:
         self.groups: set[str] = set()
         self.variables: dict[str, Any] = {}
         self.history: list[dict[str, Any]] = []
+        self.label_book = SessionLabels()
 
     def record(self, tool_name: str, args: Mapping[str, Any], *, ok: bool = True) -> None:
         """Count one answered call of ``tool_name``; ``ok``: its result was not an error.
@@ -100,6 +106,24 @@ class SessionState:
         self.history.append({"tool": tool_name, "args_sha256": _args_digest(args), "ok": ok})
         if len(self.history) > HISTORY_LIMIT:
             del self.history[: len(self.history) - HISTORY_LIMIT]
+
+    @property
+    def labels(self) -> frozenset[str]:
+        """The labels the session carries."""
+        return self.label_book.names
+
+    def add_labels(self, labels: Iterable[str], source: LabelSource) -> frozenset[str]:
+        """Add ``labels``, brought in by the call ``source``; returns the ones that are new.
+
+        Raises:
+            ValueError: When a name is not a valid label.
+        """
+        return self.label_book.add(labels, source)
+
+    def clear_labels(self, labels: Iterable[str] | None = None) -> frozenset[str]:
+        """Drop ``labels`` (None: all); returns those that were carried. Only an approver's
+        action calls this, never the agent's."""
+        return self.label_book.clear(labels)
 
     def has_succeeded(self, tool_name: str) -> bool:
         """Whether a call of ``tool_name`` succeeded in this session."""
@@ -139,6 +163,8 @@ class SessionState:
             "succeeded": self.succeeded,
             "last_args": self.last_args,
             "groups": sorted(self.groups),
+            "labels": sorted(self.label_book.names),
+            "label_sources": self.label_book.cel_sources(),
         }
 
     def gate_key(self) -> GateKey:
@@ -162,6 +188,7 @@ class SessionState:
             "groups": sorted(self.groups),
             "variables": dict(self.variables),
             "history": [dict(entry) for entry in self.history],
+            "labels": self.label_book.to_json(),
         }
 
     @classmethod
@@ -180,10 +207,17 @@ class SessionState:
         state.groups = set(stored.groups)
         state.variables = dict(stored.variables)
         state.history = list(stored.history[-HISTORY_LIMIT:])
+        try:
+            state.label_book = SessionLabels.from_json(stored.labels)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"session {stored.id!r}: unreadable labels: {exc!r}") from None
         return state
 
     def __repr__(self) -> str:
-        return f"SessionState(id={self.id!r}, calls={self.calls}, groups={sorted(self.groups)})"
+        return (
+            f"SessionState(id={self.id!r}, calls={self.calls}, groups={sorted(self.groups)}, "
+            f"labels={sorted(self.labels)})"
+        )
 
 
 _MISSING: Final = object()
