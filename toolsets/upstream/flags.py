@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Literal, get_args
 
-__all__ = ["FLAGS", "MAX_DESCRIPTION", "Flag", "tool_flags"]
+__all__ = ["FLAGS", "INJECTION_MARKERS", "MAX_DESCRIPTION", "Flag", "tool_flags"]
 
 Flag = Literal["injection-marker", "invisible-characters", "long-description", "sensitive-path"]
 """The warning flags a tool definition may carry."""
@@ -28,6 +28,8 @@ _INJECTION = re.compile(
     r"before using (this|any other) tool",
     re.IGNORECASE,
 )
+INJECTION_MARKERS: Final = _INJECTION
+"""The ``injection-marker`` pattern (the built-in content inspector reuses it on results)."""
 _SENSITIVE_PATH = re.compile(
     r"~/\.ssh|\bid_(rsa|ecdsa|ed25519)\b|\.aws/credentials|/etc/(passwd|shadow)|\.env\b|"
     r"mcp\.json|\.cursor/",
