@@ -7,7 +7,15 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["MASK", "SENSITIVE_KEYS", "mask_credentials", "mask_values", "redact", "values_at"]
+__all__ = [
+    "CREDENTIAL_PATTERNS",
+    "MASK",
+    "SENSITIVE_KEYS",
+    "mask_credentials",
+    "mask_values",
+    "redact",
+    "values_at",
+]
 
 MASK: Final = "[REDACTED]"
 MEMO_MIN: Final = 1024
@@ -33,27 +41,34 @@ SENSITIVE_KEYS: Final = frozenset(
 """Keys whose values are masked wherever they appear (compared lower-case without ``-``/``_``)."""
 
 _CREDENTIALS: Final = tuple(
-    (re.compile(pattern, re.DOTALL), replacement)
-    for pattern, replacement in (
+    (re.compile(pattern, re.DOTALL), replacement, frozenset(literal))
+    for literal, pattern, replacement in (
         (
+            "-----BEGIN PRIVATE KEY-----",
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?"
             r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
             MASK,
         ),
-        (r"Bearer [A-Za-z0-9\-._~+/]{8,}=*", f"Bearer {MASK}"),
-        (r"bearer [A-Za-z0-9\-._~+/]{8,}=*", f"bearer {MASK}"),
-        (r"sk-(?:[a-z]+-)?[A-Za-z0-9_\-]{16,}", MASK),
-        (r"gh[pousr]_[A-Za-z0-9]{20,}", MASK),
-        (r"github_pat_[A-Za-z0-9_]{20,}", MASK),
-        (r"A[KS]IA[0-9A-Z]{16}", MASK),
-        (r"xox[abposr]-[A-Za-z0-9\-]{10,}", MASK),
-        (r"AIza[0-9A-Za-z_\-]{35}", MASK),
-        (r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", MASK),
+        ("Bearer ", r"Bearer [A-Za-z0-9\-._~+/]{8,}=*", f"Bearer {MASK}"),
+        ("bearer ", r"bearer [A-Za-z0-9\-._~+/]{8,}=*", f"bearer {MASK}"),
+        ("sk-", r"sk-(?:[a-z]+-)?[A-Za-z0-9_\-]{16,}", MASK),
+        ("gh_", r"gh[pousr]_[A-Za-z0-9]{20,}", MASK),
+        ("github_pat_", r"github_pat_[A-Za-z0-9_]{20,}", MASK),
+        ("AIA", r"A[KS]IA[0-9A-Z]{16}", MASK),
+        ("xox-", r"xox[abposr]-[A-Za-z0-9\-]{10,}", MASK),
+        ("AIza", r"AIza[0-9A-Za-z_\-]{35}", MASK),
+        ("eyJ.", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", MASK),
     )
 )
 """PEM private keys, bearer tokens, ``sk-`` keys (OpenAI, Anthropic), GitHub, AWS, Slack and Google
 keys, JWTs. Each pattern starts with a literal so `re` scans for it quickly (one alternation would
-be ~10x slower); only the matching part is masked, so the surrounding text stays readable."""
+be ~10x slower); only the matching part is masked, so the surrounding text stays readable.
+
+The third member is a set of characters every match contains: a text lacking one of them cannot
+match, and `str.__contains__` finds (or rules out) one character with ``memchr``, some 40x faster
+than the pattern's own scan, so a text is scanned only by the patterns it could match."""
+CREDENTIAL_PATTERNS: Final = tuple(entry[0] for entry in _CREDENTIALS)
+"""The credential patterns alone (the built-in content inspector's ``credential`` detector)."""
 _SHORTEST: Final = 14
 """No credential above is shorter; shorter strings are not scanned."""
 
@@ -64,8 +79,8 @@ def mask_credentials(text: str) -> str:
     """``text`` with every credential-looking substring replaced by `MASK`."""
     if len(text) < _SHORTEST:
         return text
-    for pattern, replacement in _CREDENTIALS:
-        if pattern.search(text):
+    for pattern, replacement, needs in _CREDENTIALS:
+        if all(char in text for char in needs) and pattern.search(text):
             text = pattern.sub(replacement, text)
     return text
 
