@@ -1,28 +1,44 @@
-"""`ResourceLinksToolset`: resource URIs in an upstream's tool results, served as the gateway's."""
+"""`ResourceLinksToolset`: resource URIs in an upstream's tools and results, served as the
+gateway's."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
-from toolsets.resource_uris import rewrite_blocks
+from toolsets.resource_uris import gateway_uri, rewrite_blocks
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
 
-__all__ = ["ResourceLinksToolset"]
+__all__ = ["ResourceLinksToolset", "ui_meta"]
+
+_UI_LEGACY_KEY = "ui/resourceUri"
+"""The flat ``_meta`` key early MCP Apps servers set beside ``ui.resourceUri``."""
 
 
 class ResourceLinksToolset(WrapperToolset):
     """Rewrites resource links and embedded resources in results to ``lockgate://{prefix}/...``
-    (`toolsets.resource_uris`), so a client reads them through the gateway; sits right under
+    (`toolsets.resource_uris`), and an MCP App tool's UI resource (``_meta.ui.resourceUri``)
+    to ``ui://{prefix}/...``, so a client reads them through the gateway; sits right under
     `PrefixedToolset` above one MCP upstream, as the URI twin of its name prefix."""
 
     def __init__(self, wrapped: Toolset, prefix: str) -> None:
         super().__init__(wrapped)
         self.prefix = prefix
+        self._linked_at: Hashable = object()
+        self._linked: dict[str, ToolDef] = {}
+
+    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        version = self.wrapped.version
+        if version != self._linked_at:
+            tools = await self.wrapped.get_tools(ctx)
+            self._linked = {name: self._link(tool) for name, tool in tools.items()}
+            self._linked_at = version
+        return self._linked
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
@@ -32,3 +48,25 @@ class ResourceLinksToolset(WrapperToolset):
         if content is None:
             return result
         return ToolResult.from_wire({**result.wire, "content": content})
+
+    def _link(self, tool: ToolDef) -> ToolDef:
+        meta = ui_meta(tool.meta, self.prefix)
+        return tool if meta is None else dataclasses.replace(tool, meta=meta)
+
+
+def ui_meta(meta: Mapping[str, Any] | None, prefix: str) -> dict[str, Any] | None:
+    """``meta`` with its MCP Apps UI resource URIs served as the gateway's (both the
+    ``ui.resourceUri`` and the flat ``ui/resourceUri`` forms); None when it names none."""
+    if not meta:
+        return None
+    ui = meta.get("ui")
+    link = ui.get("resourceUri") if isinstance(ui, Mapping) else None
+    flat = meta.get(_UI_LEGACY_KEY)
+    if not isinstance(link, str) and not isinstance(flat, str):
+        return None
+    served = dict(meta)
+    if isinstance(ui, Mapping) and isinstance(link, str):
+        served["ui"] = {**ui, "resourceUri": gateway_uri(prefix, link)}
+    if isinstance(flat, str):
+        served[_UI_LEGACY_KEY] = gateway_uri(prefix, flat)
+    return served

@@ -9,6 +9,11 @@ prefix in front of it, the original kept verbatim after the first ``/``:
 
 A prefix matches ``[a-z0-9][a-z0-9-]*`` (like a server name), so the first ``/`` after the
 scheme always ends it, and a template keeps working: its variables sit in the verbatim part.
+
+MCP Apps' UI resources keep their ``ui://`` scheme, which hosts require of a tool's
+``_meta.ui.resourceUri``; the prefix becomes their first segment instead:
+
+    ui://get-time/app.html  on server ``clock``  ->  ui://clock/get-time/app.html
 """
 
 from __future__ import annotations
@@ -17,22 +22,36 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["SCHEME", "gateway_uri", "rewrite_block", "rewrite_blocks", "split_gateway_uri"]
+__all__ = [
+    "SCHEME",
+    "UI_SCHEME",
+    "gateway_uri",
+    "rewrite_block",
+    "rewrite_blocks",
+    "split_gateway_uri",
+]
 
 SCHEME = "lockgate://"
-_GATEWAY_URI = re.compile(r"lockgate://([a-z0-9][a-z0-9-]*)/(.+)", re.DOTALL)
+UI_SCHEME = "ui://"
+_GATEWAY_URI = re.compile(r"(lockgate|ui)://([a-z0-9][a-z0-9-]*)/(.+)", re.DOTALL)
 _LINKING = frozenset({"resource_link", "resource"})
 
 
 def gateway_uri(prefix: str, uri: str) -> str:
     """The URI the gateway serves for ``uri`` of the server with ``prefix``."""
+    if uri.startswith(UI_SCHEME):
+        return f"{UI_SCHEME}{prefix}/{uri.removeprefix(UI_SCHEME)}"
     return f"{SCHEME}{prefix}/{uri}"
 
 
 def split_gateway_uri(uri: str) -> tuple[str, str] | None:
     """``(prefix, original URI)`` of a gateway URI; None when ``uri`` is not one."""
     match = _GATEWAY_URI.fullmatch(uri)
-    return (match[1], match[2]) if match else None
+    if match is None:
+        return None
+    if match[1] == "ui":
+        return match[2], f"{UI_SCHEME}{match[3]}"
+    return match[2], match[3]
 
 
 def rewrite_block(block: Mapping[str, Any], prefix: str) -> Mapping[str, Any]:

@@ -20,11 +20,15 @@ __all__ = [
 Action = Literal["quarantine", "warn", "accept"]
 """What happens when a served definition differs from its pin (``pins.on_change``)."""
 
+UI_FIELD: Final = "_meta.ui"
+"""An MCP App tool's UI (``_meta.ui`` or the flat ``_meta["ui/resourceUri"]``), reported as a
+field of its own: the page a host renders for the tool is content, not metadata."""
+
 CONTENT_FIELDS: Final = frozenset(
-    {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+    {"name", "title", "description", "inputSchema", "outputSchema", "annotations", UI_FIELD}
 )
-"""What the model reads or policies decide on; the rest (icons, execution, ``_meta``) is
-metadata, governed by ``pins.on_metadata_change``."""
+"""What the model reads, the user sees or policies decide on; the rest (icons, execution, the
+rest of ``_meta``) is metadata, governed by ``pins.on_metadata_change``."""
 
 MAX_DIFF: Final = 20_000
 """Characters of a diff kept in events and API answers."""
@@ -128,8 +132,18 @@ class PinRecord:
 
 
 def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """The top-level keys whose values differ, sorted."""
-    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    """The top-level keys whose values differ, sorted, and `UI_FIELD` when the UI changed."""
+    fields = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    if "_meta" in fields and _ui_of(before) != _ui_of(after):
+        fields.add(UI_FIELD)
+    return sorted(fields)
+
+
+def _ui_of(definition: Mapping[str, Any]) -> tuple[Any, Any]:
+    meta = definition.get("_meta")
+    if not isinstance(meta, Mapping):
+        return None, None
+    return meta.get("ui"), meta.get("ui/resourceUri")
 
 
 def definition_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from gateway_faces import Face, open_client, serve_gateway, text_of
+from npm_support import npm_bin, npm_package
 from paths import HARNESS
 from support import write_config
 
@@ -26,8 +26,6 @@ from gateway.gateway import Gateway
 
 CAPS_SERVER = str(HARNESS / "upstreams" / "caps_server.py")
 EVERYTHING = "@modelcontextprotocol/server-everything"
-NPM = shutil.which("npm")
-INSTALL_TIMEOUT = 180
 RELAYED = [
     pytest.param([], id="none"),
     pytest.param(["sampling"], id="sampling"),
@@ -85,20 +83,8 @@ async def test_the_upstream_sees_exactly_the_capabilities_its_config_relays(
 
 @pytest.fixture(scope="module")
 def everything(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """server-everything's stdio entry point, installed from the npm registry into a folder
-    of this module with its own npm cache there."""
-    if NPM is None:
-        pytest.skip(f"npm is not installed: {EVERYTHING} needs Node.js")
-    prefix = tmp_path_factory.mktemp("npm")
-    command = [NPM, "install", "--prefix", str(prefix), "--cache", str(prefix / ".npm-cache")]
-    command += ["--no-audit", "--no-fund", "--loglevel", "error", EVERYTHING]
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
-    )
-    assert done.returncode == 0, f"npm install {EVERYTHING} failed:\n{done.stderr}"
-    package = prefix / "node_modules" / EVERYTHING
-    bins = json.loads((package / "package.json").read_text(encoding="utf-8"))["bin"]
-    return package / bins["mcp-server-everything"]
+    """server-everything's stdio entry point, installed from the npm registry."""
+    return npm_bin(npm_package(tmp_path_factory, EVERYTHING), "mcp-server-everything")
 
 
 @pytest.mark.parametrize(

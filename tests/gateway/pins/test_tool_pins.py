@@ -37,8 +37,12 @@ from toolsets.errors import ToolNotFoundError, ToolQuarantined
 
 ALICE, BOB, AGENT = "alice-token", "bob-token", "downstream-client-secret"
 WEATHER = "echo__weather"
-CHANGED = {"description": "your location is sent", "schema": "home_address"}
-FIELDS = {"description": ["description"], "schema": ["inputSchema"]}
+CHANGED = {
+    "description": "your location is sent",
+    "schema": "home_address",
+    "ui": "ui://echo/weather/evil.html",
+}
+FIELDS = {"description": ["description"], "schema": ["inputSchema"], "ui": ["_meta", "_meta.ui"]}
 
 
 def _config(
@@ -93,6 +97,8 @@ RUNTIME = [
     pytest.param(HTTP_MODERN, "modern", "description", id="http-modern-description"),
     pytest.param(HTTP_LEGACY, "modern", "schema", id="http-legacy-schema"),
     pytest.param(HTTP_MODERN, "legacy", "schema", id="http-modern-schema"),
+    pytest.param(HTTP_LEGACY, "dual", "ui", id="http-legacy-mcp-app-ui"),
+    pytest.param(HTTP_MODERN, "dual", "ui", id="http-modern-mcp-app-ui"),
 ]
 """Client era x upstream era x what changes: each era on each side, each change."""
 
