@@ -122,6 +122,10 @@ RUN: dict[tuple[str, str], Run] = {
     ),
 }
 
+_TELEMETRY = (
+    "the recipe needs its own gateway exporting to its own collector: test_docs_telemetry.py "
+    "runs the page's blocks in order"
+)
 NOT_RUN: dict[tuple[str, str], str] = {
     ("README.md", "python3 -m venv .venv"): "creates a venv and installs the package; "
     "its last command, `lockgate serve`, is the server every block here runs against",
@@ -148,6 +152,13 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("docs/service.md", "LOCKGATE_AGENT_TOKEN=..."): "the content of a systemd EnvironmentFile, "
     "with placeholders",
     ("docs/service.md", "useradd --system"): "needs root and systemd",
+    ("docs/telemetry.md", ".venv/bin/pip install -e"): "installs the otel extra, which the "
+    "test environment has",
+    ("docs/telemetry.md", ".venv/bin/python examples/otlp_print.py"): _TELEMETRY,
+    ("docs/telemetry.md", "export OTEL_EXPORTER_OTLP_ENDPOINT"): _TELEMETRY,
+    ("docs/telemetry.md", "import anyio"): _TELEMETRY,
+    ("docs/telemetry.md", "export LOCKGATE_APPROVER_TOKEN"): _TELEMETRY,
+    ("docs/telemetry.md", "curl -s http://127.0.0.1:4318/trace"): _TELEMETRY,
 }
 
 
