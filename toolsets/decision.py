@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from toolsets.findings import Finding
 from toolsets.rates import RateLimit
 
 __all__ = [
@@ -120,6 +121,8 @@ class Decision:
         shadow: Shadow rules that matched, in load order; they never change the decision.
         grant: For an ``ask`` a standing grant answered (the call runs without asking), the
             grant's id; its events name it.
+        findings: What content inspection found in the call's arguments (kind and span, never
+            the text); an ``ask`` or ``deny`` finding escalated ``effect`` (`toolsets.inspected`).
     """
 
     effect: Effect
@@ -133,3 +136,4 @@ class Decision:
     shadow: tuple[ShadowMatch, ...] = ()
     limits: tuple[RateLimit, ...] = ()
     grant: str | None = None
+    findings: tuple[Finding, ...] = ()

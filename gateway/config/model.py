@@ -13,6 +13,7 @@ from pydantic.json_schema import SkipJsonSchema
 from gateway.config._strict import Strict
 from gateway.config.auth import AuthConfig
 from gateway.config.events import EventsConfig
+from gateway.config.inspectors import InspectorConfig, InspectorName
 from gateway.config.listen import ListenConfig
 from gateway.config.scripts import HookConfig, SandboxConfig
 from gateway.config.servers import ExternalToolConfig, ServerConfig
@@ -91,6 +92,10 @@ class GatewayConfig(Strict):
         default_factory=list, description="Sandboxed before_call / after_call hooks, in order."
     )
     sandbox: SandboxConfig = SandboxConfig()
+    inspectors: dict[InspectorName, InspectorConfig] = Field(
+        default_factory=dict,
+        description="Content inspection of tool arguments and results, by name.",
+    )
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
     startup_wait: float = Field(
         5.0,

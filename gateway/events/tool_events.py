@@ -15,6 +15,7 @@ from gateway.events.model import GAP, RESET, Event
 from gateway.events.redact import mask_values, redact, values_at
 from toolsets.canonical import sha256_hex
 from toolsets.context import CallContext
+from toolsets.inspected import FINDINGS_META
 from toolsets.rate_limited import RETRY_AFTER_META
 from toolsets.rates import RateLimit
 from toolsets.result import ToolResult
@@ -105,6 +106,9 @@ def _decision(decision: DecisionLike) -> dict[str, Any]:
     grant = getattr(decision, "grant", None)  # a standing grant answered the ``ask``
     if grant is not None:
         data["grant"] = grant
+    findings = getattr(decision, "findings", ())  # content inspection of the arguments
+    if findings:
+        data["findings"] = [finding.to_json() for finding in findings]
     return data
 
 
@@ -159,6 +163,9 @@ def tool_result(
     data["is_error"] = result.is_error
     data["duration_ms"] = round(duration_ms, 3)
     data["decision"] = _decision(decision)
+    found = (result.meta or {}).get(FINDINGS_META)  # content inspection of the result
+    if found:
+        data["findings"] = found
     return Event(type="tool.result", data=data)
 
 

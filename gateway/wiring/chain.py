@@ -14,14 +14,18 @@ from gateway.approvals.service import ApprovalService
 from gateway.config.servers import EXTERNAL_SERVER
 from gateway.events.bus import EventBus
 from gateway.events.calls import BusObserver
+from gateway.inspectors import Inspection
 from gateway.sessions.book import SessionBook
+from gateway.sessions.labels import SessionLabelSink
 from policies import PolicyDecider
 from policies.held_scopes import HeldScopes
 from toolsets.abstract import Toolset
 from toolsets.approval_required import ApprovalRequiredToolset
 from toolsets.events import EventsToolset
 from toolsets.filtered import FilteredToolset
+from toolsets.findings import Direction
 from toolsets.hooked import CallHooks, HookedToolset
+from toolsets.inspected import InspectedToolset
 from toolsets.policy import PolicyToolset
 from toolsets.rate_limited import RateLimitedToolset
 from toolsets.rates import RateCounter
@@ -42,6 +46,7 @@ def call_chain(
     holding: Holding,
     rates: RateCounter,
     progress_interval: float,
+    inspection: Inspection | None = None,
 ) -> tuple[Toolset, PolicyDecider]:
     """The call chain over ``served`` (its top), and its hide predicate; the order below is the
     order a call passes the wrappers, innermost first."""
@@ -51,8 +56,10 @@ def call_chain(
         approvals.policy, sessions, deferred_servers=frozenset({EXTERNAL_SERVER})
     )
     observer = BusObserver(bus)
+    served = _inspected(served, inspection, "results", refuse, sessions)
     chain: Toolset = EventsToolset(served, observer)
     chain = ApprovalRequiredToolset(chain, held)
+    chain = _inspected(chain, inspection, "arguments", refuse, sessions)
     chain = RateLimitedToolset(chain, rates, observer)
     chain = PolicyToolset(chain, decider, refuse)
     if hooks is not None:
@@ -60,3 +67,17 @@ def call_chain(
     chain = ValidatingToolset(chain, validators)
     chain = ScopedToolset(chain, HeldScopes(approvals.policy))
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
+
+
+def _inspected(
+    chain: Toolset,
+    inspection: Inspection | None,
+    direction: Direction,
+    refuse: Refusals,
+    sessions: SessionBook,
+) -> Toolset:
+    """``chain`` under content inspection of ``direction``, when inspectors are configured."""
+    if inspection is None:
+        return chain
+    labels = SessionLabelSink(sessions)
+    return InspectedToolset(chain, inspection, direction=direction, refuse=refuse, labels=labels)

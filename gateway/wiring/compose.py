@@ -27,6 +27,7 @@ from gateway.approvals.store import PendingListener
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig, function_specs
 from gateway.events.recorder import Recorder
+from gateway.inspectors import build_inspection
 from gateway.mcp.relay import Relay
 from gateway.metrics import Metrics
 from gateway.pins import ToolPins
@@ -254,6 +255,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         holding=holding,
         rates=rate_counter(built.shared),
         progress_interval=config.approvals.progress_interval,
+        inspection=build_inspection(config.inspectors),
     )
     guard = PolicyResourceGuard(approvals, events.recorder, sessions=sessions, holding=holding)
     upstreams = built.upstreams
