@@ -42,10 +42,12 @@ class Lock:
     Attributes:
         kind: The rule option that locks.
         reason: Why, naming the rule and the tools (for operators).
+        unlock: The tools whose success would open it (empty: none would, ``lock_after``).
     """
 
     kind: GateKind
     reason: str
+    unlock: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,14 +82,14 @@ class RuleGates:
         done = session.has_succeeded if session is not None else _nothing_succeeded
         if self.unlock_after and not any(map(done, self.unlock_after)):
             why = f"locked by rule {rule_id!r} until {_names(self.unlock_after)} succeeds"
-            return Lock("unlock_after", f"{why} in this session")
+            return Lock("unlock_after", f"{why} in this session", self.unlock_after)
         if self.lock_after and (spent := [n for n in self.lock_after if done(n)]):
             why = f"locked by rule {rule_id!r}: {spent[0]!r} already succeeded in this session"
             return Lock("lock_after", why)
         first = self.require_first
         if first is not None and tool != first and not done(first):
             why = f"rule {rule_id!r} requires {first!r} to succeed first in this session"
-            return Lock("require_first", why)
+            return Lock("require_first", why, (first,))
         return None
 
 
@@ -103,13 +105,13 @@ def _locked(rule: CompiledRule, lock: Lock, listing: bool) -> CompiledRule:
     """``rule`` counting with its locked effect."""
     if listing or (lock.kind != "require_first" and rule.message is None):
         return dataclasses.replace(
-            rule, effect="hide", rank=_HIDE_RANK, reason=lock.reason, message=None
+            rule, effect="hide", rank=_HIDE_RANK, reason=lock.reason, message=None, locked=lock
         )
     message = rule.message
     if message is None and rule.gates is not None and rule.gates.require_first is not None:
         message = require_first_message(rule.gates.require_first)
     return dataclasses.replace(
-        rule, effect="deny", rank=_DENY_RANK, reason=lock.reason, message=message
+        rule, effect="deny", rank=_DENY_RANK, reason=lock.reason, message=message, locked=lock
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from policies.activation import merge_needs
 from policies.cel_conditions import Condition, Needs, compile_condition
 from policies.errors import ConditionError
-from policies.gates import RuleGates
+from policies.gates import Lock, RuleGates
 from policies.limits import compile_limit
 from policies.matchers import (
     PrincipalMatcher,
@@ -45,6 +45,8 @@ class CompiledRule:
         shadow: ``mode: shadow``: evaluated for calls, recorded on the decision, never enforced.
         limit: Its rate limit on the calls it allows, if any.
         selector: Its ``resources`` or ``prompts`` selector: then it is about those, not tools.
+        locked: Set on the locked form of a rule (`policies.gates.apply_gates`): the gate that
+            locks it in the session being decided.
     """
 
     order: int
@@ -72,6 +74,7 @@ class CompiledRule:
     shadow: bool = False
     limit: RateLimit | None = None
     selector: ResourceSelector | None = None
+    locked: Lock | None = None
 
     @property
     def literal_tools(self) -> tuple[str, ...] | None:

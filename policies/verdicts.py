@@ -64,6 +64,9 @@ class Verdicts:
             decision = self._fail_closed(matched if locked is None else locked, enforced)
         elif locked is not None:
             decision = self._decision(locked)
+            gate = _winner(locked).locked
+            if gate is not None:
+                decision = dataclasses.replace(decision, gate_locked=True, unlock_by=gate.unlock)
         elif matched:
             decision = self._cached(tuple(matched))
         else:

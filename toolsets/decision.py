@@ -121,6 +121,10 @@ class Decision:
         shadow: Shadow rules that matched, in load order; they never change the decision.
         grant: For an ``ask`` a standing grant answered (the call runs without asking), the
             grant's id; its events name it.
+        gate_locked: The winning rule counts with its locked effect: one of its session gates
+            refuses (or hides) the tool in this session (``reason`` names the gate).
+        unlock_by: For a locked gate, the tools whose success in the session would open it
+            (empty: none would).
         findings: What content inspection found in the call's arguments (kind and span, never
             the text); an ``ask`` or ``deny`` finding escalated ``effect`` (`toolsets.inspected`).
     """
@@ -136,4 +140,6 @@ class Decision:
     shadow: tuple[ShadowMatch, ...] = ()
     limits: tuple[RateLimit, ...] = ()
     grant: str | None = None
+    gate_locked: bool = False
+    unlock_by: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()

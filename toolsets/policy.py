@@ -10,6 +10,7 @@ from toolsets.abstract import Toolset
 from toolsets.context import CallContext
 from toolsets.decision import Decision
 from toolsets.errors import CallRefused, ToolNotFoundError, UpstreamError
+from toolsets.refusal import Refusal
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
@@ -33,11 +34,14 @@ class Decider(Protocol):
 class Refuser(Protocol):
     """Puts a refusal on record (``tool.denied``) and returns the error result the model reads.
 
+    ``message`` is the sentence the model reads (a policy refusal: its kind follows from
+    ``ctx.decision``) or a `Refusal` saying why and what would unblock it.
+
     Raises when the refusal cannot be recorded: the call fails closed.
     """
 
     async def __call__(
-        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, message: str
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, message: str | Refusal
     ) -> ToolResult: ...
 
 

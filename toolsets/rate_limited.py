@@ -31,6 +31,7 @@ from toolsets.context import CallContext
 from toolsets.decision import Decision, ShadowMatch
 from toolsets.errors import CallRefused
 from toolsets.rates import RateCounter, RateLimit, RateVerdict
+from toolsets.refusal import Refusal, Unblock, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
@@ -59,14 +60,24 @@ class LimitObserver(Protocol):
     ) -> None: ...
 
 
-def refusal(limit: RateLimit, verdict: RateVerdict) -> ToolResult:
-    """The error result of a call ``limit`` refused: the rule, the limit, when to retry."""
+def refusal(limit: RateLimit, verdict: RateVerdict, tool: ToolDef | None = None) -> ToolResult:
+    """The error result of a call ``limit`` refused: the rule, the limit, when to retry (also as
+    ``_meta["lockgate/refusal"]``, kind ``rate_limited``)."""
     seconds = verdict.retry_seconds
     message = (
         f"Rate limit exceeded: rule {limit.rule_id!r} allows {limit.describe()}; "
         f"retry after {seconds} s."
     )
-    return ToolResult.error(message, meta={RETRY_AFTER_META: seconds, LIMIT_META: limit.to_json()})
+    refused = Refusal(
+        kind="rate_limited",
+        message=message,
+        rule=limit.rule_id,
+        retry_after=seconds,
+        unblock=Unblock(action="retry_after"),
+        details={"limit": limit.to_json()},
+    )
+    meta = {RETRY_AFTER_META: seconds, LIMIT_META: limit.to_json()}
+    return refusal_result(refused, tool=tool, meta=meta)
 
 
 class RateLimitedToolset(WrapperToolset):
@@ -110,7 +121,7 @@ class RateLimitedToolset(WrapperToolset):
         for limit in decision.limits:
             verdict = await self.counter.hit(limit.key(tool, ctx), limit.rate, now)
             if not verdict.allowed:
-                result = refusal(limit, verdict)
+                result = refusal(limit, verdict, tool)
                 self.observer.limited(tool, args, ctx, limit, result)
                 raise CallRefused(result)
         shadow = [await self._shadow(match, tool, ctx, now) for match in decision.shadow]

@@ -19,9 +19,10 @@ from mcp_types import TextContent
 from gateway.approvals.errors import DecisionRefused, NotAnApprover, PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_config, interrupt_request, noted
 from gateway.gateway import Gateway
+from gateway.mcp.errors import mcp_error
 from toolsets.context import ANONYMOUS, CallContext, Principal
 from toolsets.decision import ALL_DECISION_KINDS
-from toolsets.errors import ApprovalConflict, LockgateError, UpstreamError
+from toolsets.errors import ApprovalConflict, LockgateError, ToolQuarantined, UpstreamError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -241,8 +242,9 @@ class InProcessGateway:
     ) -> ToolResult:
         try:
             return await self.gateway.call_tool(name, dict(args), self._ctx(max_hold))
-        except UpstreamError as exc:  # the model reads it, as over MCP (gateway/mcp/errors.py)
-            return ToolResult.error(str(exc))
+        except (UpstreamError, ToolQuarantined) as exc:  # as over MCP (gateway/mcp/errors.py)
+            outcome = mcp_error(exc)
+            return outcome if isinstance(outcome, ToolResult) else ToolResult.error(str(exc))
 
     async def describe(self, held: HeldCall) -> HeldCall:
         call = await self.gateway.store.get(held.id)

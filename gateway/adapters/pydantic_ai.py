@@ -29,7 +29,10 @@ toolset then posts the decision itself. Deciding needs a credential: ``approver=
 ``approver_token=`` remotely. Without it the re-issued call waits for the gateway's own approvers
 for the rule's ``hold``; if still undecided, the call is deferred again with ``waiting_for`` and
 ``note`` in its metadata saying so. Denials by the policy, by a person and tool errors reach the
-model as ``ToolFailed`` text it can act on.
+model as ``ToolFailed`` text it can act on; a refusal's ``_meta["lockgate/refusal"]`` (kind,
+rule, retry-after, what would unblock it) and an upstream failure's ``_meta["lockgate/error"]``
+are on the failed ``ToolReturnPart``'s ``metadata`` in the run's messages (never sent to the
+model).
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ from pydantic_ai import (
     ToolDenied,
     ToolFailed,
 )
-from pydantic_ai.messages import ToolCallPart, ToolReturn
+from pydantic_ai.exceptions import ToolFailedError
+from pydantic_ai.messages import ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
@@ -66,6 +70,7 @@ from gateway.adapters._remote import RemoteGateway, RemoteOptions
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
 from toolsets.errors import ToolNotFoundError
+from toolsets.refusal import ERROR_META, REFUSAL_META
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -74,6 +79,7 @@ __all__ = ["GatewayToolset", "HostDecision"]
 ANY_ARGS = SchemaValidator(core_schema.any_schema())
 """The gateway validates arguments against the pinned schema; pydantic-ai passes them through."""
 WAITING = "the gateway's approvers"
+_TOLD_APART = frozenset({REFUSAL_META, ERROR_META})
 
 
 class GatewayToolset(AbstractToolset[Any]):
@@ -195,7 +201,7 @@ class GatewayToolset(AbstractToolset[Any]):
         held = held_of(result)
         if held is None:
             if result.is_error:
-                raise ToolFailed(result_text(result))
+                raise _failed(name, result, ctx)
             return result_text(result)
         metadata = _metadata(await self.client.describe(held), name, args)
         if note is not None:
@@ -276,6 +282,24 @@ class GatewayToolset(AbstractToolset[Any]):
         if held_of(result) is None:  # delivered: the model reads what the gateway recorded
             text = result_text(result)
             out.calls[part.tool_call_id] = ToolFailed(text) if result.is_error else text
+
+
+def _failed(name: str, result: ToolResult, ctx: RunContext[Any]) -> Exception:
+    """What the model reads of an error result: its text. A refusal's ``lockgate/refusal`` (or a
+    failure's ``lockgate/error``) rides on the failed part's ``metadata``, which your code reads
+    in the run's messages and the model never sees."""
+    text = result_text(result)
+    meta = {key: value for key, value in (result.meta or {}).items() if key in _TOLD_APART}
+    if not meta or ctx.tool_call_id is None:
+        return ToolFailed(text)
+    part = ToolReturnPart(
+        tool_name=name,
+        content=text,
+        tool_call_id=ctx.tool_call_id,
+        outcome="failed",
+        metadata=meta,
+    )
+    return ToolFailedError(part)
 
 
 def _definition(tool: ToolDef) -> ToolDefinition:

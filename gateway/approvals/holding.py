@@ -23,6 +23,13 @@ from gateway.approvals.wire import result_from_wire, result_to_wire
 from toolsets.approval_required import Approved, Granted
 from toolsets.context import CallContext
 from toolsets.policy import Refuser
+from toolsets.refusal import (
+    Refusal,
+    RefusalKind,
+    Unblock,
+    UnblockAction,
+    refusal_result,
+)
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -104,7 +111,9 @@ class HeldCalls:
         try:
             call = found or await self.service.openings.open(tool, args, ctx, decision)
         except TooManyPending as exc:
-            return await self.refuse(tool, args, ctx, str(exc))
+            wait = Unblock(action="wait_for_pending")
+            refusal = Refusal(kind="too_many_pending", message=str(exc), unblock=wait)
+            return await self.refuse(tool, args, ctx, refusal)
         with self.holding.holding(call.id):
             return await self._hold(call, tool, ctx, ctx.hold_for(decision.approval.hold))
 
@@ -142,7 +151,7 @@ class HeldCalls:
             return await self._claim(call, tool, ctx, hold)
         if call.state in _WAITING:
             return pending_result(call)
-        return await self._outcome(call)
+        return await self._outcome(call, tool)
 
     async def _wait(self, call: PendingCall, ctx: CallContext, hold: float) -> PendingCall:
         store, deadline, step = self.service.store, anyio.current_time() + hold, 0
@@ -174,7 +183,8 @@ class HeldCalls:
             failed = await self.service.store.transition(
                 call.id, expect={"approved"}, to="failed", error=reason, delivered=True
             )
-            return ToolResult.error(reason, meta={"lockgate/pending": {"id": failed.id}})
+            refusal = approval_refusal(failed, "tool_changed", reason, "reissue")
+            return refusal_result(refusal, tool=tool, meta={"lockgate/pending": {"id": failed.id}})
         try:
             claimed = await self.service.store.transition(
                 call.id, expect={"approved"}, to="executing"
@@ -183,19 +193,31 @@ class HeldCalls:
             return await self._settle(await self.service.get(call.id), tool, ctx, hold)
         return Approved(id=claimed.id, args=claimed.effective_args, call_id=claimed.call_id)
 
-    async def _outcome(self, call: PendingCall) -> ToolResult:
+    async def _outcome(self, call: PendingCall, tool: ToolDef) -> ToolResult:
         meta = {"lockgate/pending": {"id": call.id, "state": call.state}}
         if call.state in {"denied", "done", "failed"} and not call.delivered:
             with contextlib.suppress(PendingConflict):
                 await self.service.store.deliver(call.id)
         if call.state == "denied":
-            return ToolResult.error(call.message or "The call was denied.", meta=meta)
-        if call.state in {"done", "failed"} and call.result is not None:
+            text = call.message or "The call was denied."
+            refusal = approval_refusal(call, "approval_denied", text, "none")
+        elif call.state in {"done", "failed"} and call.result is not None:
             return result_from_wire(call.result).with_meta(meta)
-        if call.state == "expired":
-            return ToolResult.error(
-                f"Approval {call.id} expired without a decision; not executed.", meta=meta
-            )
-        if call.state == "cancelled":
-            return ToolResult.error(f"Call {call.id} was cancelled; not executed.", meta=meta)
-        return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
+        elif call.state == "expired":
+            text = f"Approval {call.id} expired without a decision; not executed."
+            refusal = approval_refusal(call, "approval_expired", text, "reissue")
+        elif call.state == "cancelled":
+            text = f"Call {call.id} was cancelled; not executed."
+            refusal = approval_refusal(call, "approval_cancelled", text, "reissue")
+        else:
+            return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
+        return refusal_result(refusal, tool=tool, meta=meta)
+
+
+def approval_refusal(
+    call: PendingCall, kind: RefusalKind, message: str, action: UnblockAction
+) -> Refusal:
+    """The refusal of a held call its approval ended without running (``action``: what would
+    unblock it: ``reissue`` asks again, ``none`` for a person's denial)."""
+    unblock = Unblock(action=action)
+    return Refusal(kind=kind, message=message, rule=call.rule_id, approval=call.id, unblock=unblock)

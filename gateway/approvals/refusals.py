@@ -10,10 +10,11 @@ from gateway.approvals.recording import ApprovalRecorder
 from gateway.events import tool_events as events
 from toolsets.context import CallContext
 from toolsets.decision import Decision
+from toolsets.refusal import Refusal, Unblock, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["Refusals", "decision_meta"]
+__all__ = ["Refusals", "decision_meta", "policy_refusal"]
 
 
 def decision_meta(decision: Decision) -> dict[str, Any]:
@@ -33,9 +34,33 @@ class Refusals:
         self.record = record
 
     async def __call__(
-        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, message: str
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, message: str | Refusal
     ) -> ToolResult:
         decision = ctx.decision
         assert decision is not None  # refusals come from the policy step and below
-        await self.record(events.tool_denied(tool, ctx, args, decision, message))
-        return ToolResult.error(message, meta={"lockgate/decision": decision_meta(decision)})
+        refusal = message if isinstance(message, Refusal) else policy_refusal(decision, message)
+        await self.record(events.tool_denied(tool, ctx, args, decision, refusal.message))
+        meta = {"lockgate/decision": decision_meta(decision)}
+        return refusal_result(refusal, tool=tool, meta=meta)
+
+
+def policy_refusal(decision: Decision, message: str) -> Refusal:
+    """The refusal of a call ``decision`` denies: by a rule (an approver may change the policy),
+    or by a locked session gate (calling the tools that open it unblocks it)."""
+    if not decision.gate_locked:
+        unblock = Unblock(action="ask_approver")
+        return Refusal(kind="denied", message=message, rule=decision.rule_id, unblock=unblock)
+    if len(decision.unlock_by) == 1:
+        unblock = Unblock(action="call_first", tool=decision.unlock_by[0])
+    elif decision.unlock_by:
+        unblock = Unblock(action="call_first")
+    else:
+        unblock = Unblock(action="none")
+    details = {"unlockBy": list(decision.unlock_by)} if len(decision.unlock_by) > 1 else {}
+    return Refusal(
+        kind="session_locked",
+        message=message,
+        rule=decision.rule_id,
+        unblock=unblock,
+        details=details,
+    )

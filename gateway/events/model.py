@@ -40,6 +40,9 @@ EventType = Literal[
     "prompt.get",
     "prompt.denied",
     "upstream.status",
+    "task.created",
+    "task.status",
+    "task.completed",
     "lockgate.gap",
     "lockgate.reset",
 ]

@@ -23,6 +23,7 @@ from gateway.mcp.errors import mcp_error
 from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
 from toolsets.result import ToolResult
 from toolsets.upstream.peer import ClientPeer
+from toolsets.upstream.tasks import TaskAsk
 
 __all__ = [
     "HOLD_META",
@@ -92,6 +93,7 @@ class CallHandler:
         progress: ProgressCallback | None = None,
         elicit: ElicitCallback | None = None,
         peer: ClientPeer | None = None,
+        task: TaskAsk | None = None,
     ) -> CallOutcome:
         """The outcome of ``request``, made by ``principal`` in ``session_id``; ``peer`` is the
         client as the call's upstream may reach it (`gateway.mcp.relay`). A 2026-07-28 client that
@@ -109,6 +111,7 @@ class CallHandler:
             elicit=elicit,
             max_hold=request.max_hold,
             peer=peer,
+            task=task,
         )
         relay = self.gateway.parts.relay
         state = request.request_state

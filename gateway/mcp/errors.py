@@ -26,6 +26,7 @@ from toolsets.errors import (
     UpstreamError,
     UpstreamRequestError,
 )
+from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.scoped import InsufficientScope
 
@@ -59,12 +60,14 @@ def _refused(exc: ResourceDenied | PromptDenied) -> ErrorData:
 
 def _quarantined(exc: ToolQuarantined) -> ToolResult:
     # Refused, not unknown: the model reads that the tool waits for review.
-    return ToolResult.error(str(exc))
+    unblock = Unblock(action="ask_approver")
+    return refusal_result(Refusal(kind="quarantined", message=str(exc), unblock=unblock))
 
 
 def _upstream(exc: UpstreamError) -> ToolResult:
     # The call reached no tool; the model reads why (server down, connection lost, timeout).
-    return ToolResult.error(str(exc))
+    # Not a refusal: ``lockgate/error`` tells it apart from one.
+    return failure_result(str(exc), "upstream_unavailable", server=exc.server or None)
 
 
 def _upstream_request(exc: UpstreamRequestError) -> ErrorData:
@@ -82,8 +85,8 @@ def _insufficient_scope(exc: InsufficientScope) -> ErrorData:
 
 
 def _audit(exc: AuditUnavailable) -> ToolResult:
-    # Refused, not failed: the model (and its user) read the cause.
-    return ToolResult.error(f"Not executed: {exc}")
+    # Not executed, failing closed: the model (and its user) read the cause.
+    return failure_result(f"Not executed: {exc}", "gateway_unavailable")
 
 
 EXCEPTION_HANDLERS: dict[type[BaseException], ExceptionHandler] = {

@@ -38,6 +38,7 @@ from toolsets.approval_required import Approved
 from toolsets.context import CallContext
 from toolsets.decision import Decision, DecisionKind
 from toolsets.errors import PromptDenied, PromptNotFound, ResourceDenied, ResourceNotFound
+from toolsets.refusal import Refusal
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -285,11 +286,12 @@ class PolicyResourceGuard:
         return outcome.first_text()
 
     async def _refuse_read(
-        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, message: str
+        self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext, message: str | Refusal
     ) -> ToolResult:
         """A held read refused before it was held (too many waiting), on record."""
         decision = ctx.decision
         assert decision is not None  # decided in read_resource
         uri = str(args.get("uri", ""))
+        message = message.message if isinstance(message, Refusal) else message
         await self._record(events.resource_denied(uri, tool.server, ctx, decision, message))
         return ToolResult.error(message)

@@ -70,6 +70,7 @@ class GatewayRuntime:
             await stack.enter_async_context(parts.resources)  # renews subscriptions as they come
             # Upstreams connect in the background: the gateway serves at once (see `Readiness`).
             await stack.enter_async_context(parts.root)
+            await stack.enter_async_context(parts.tasks)  # follows tasks; before upstreams stop
             parts.readiness.start()
             await self._start_tasks(stack)
             self._stack = stack.pop_all()

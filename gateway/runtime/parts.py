@@ -22,6 +22,7 @@ from gateway.runtime.readiness import Readiness
 from gateway.runtime.signals import UpstreamSignals
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
+from gateway.tasks.service import TaskService
 from policies import PolicyDecider, PolicyHolder
 from toolsets.abstract import Toolset
 from toolsets.combined import CombinedToolset
@@ -85,6 +86,7 @@ class Parts:
         resource_guard: The policy over resources and prompts.
         resources: The upstreams' resources, prompts and completions (`gateway.resources`).
         relay: Upstream requests to the client (parked 2026-07-28 calls) and log messages.
+        tasks: The gateway's MCP tasks (`gateway.tasks`).
     """
 
     events: EventParts
@@ -107,3 +109,4 @@ class Parts:
     resource_guard: ResourceGuard
     resources: ResourceService
     relay: Relay
+    tasks: TaskService

@@ -41,6 +41,7 @@ from gateway.scripts.host import ToolCalls
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.sessions.group_loaders import GroupLoaders
+from gateway.tasks.service import TaskService
 from gateway.wiring.chain import call_chain
 from gateway.wiring.events import event_parts
 from gateway.wiring.external import external_toolset
@@ -52,6 +53,7 @@ from gateway.wiring.stores import (
     rate_counter,
     session_book,
     shared_backend,
+    task_store,
 )
 from gateway.wiring.upstreams import build_upstream
 from policies import PolicyEngine, PolicyHolder
@@ -282,4 +284,5 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
             config, upstreams, guard=guard, ready=built.readiness.warm_up
         ),
         relay=Relay(upstreams),
+        tasks=TaskService(task_store(config, built.shared), upstreams, events.recorder),
     )

@@ -29,6 +29,16 @@ REFUSED = (
     "retry after 3600 s."
 )
 LIMIT = {"rule_id": "record-once-per-session", "rate": "1/h", "per": ["session"], "burst": 1}
+REFUSAL = {
+    "kind": "rate_limited",
+    "message": REFUSED,
+    "rule": "record-once-per-session",
+    "retryAfter": 3600,
+    "unblock": {"action": "retry_after"},
+    "details": {"limit": LIMIT},
+}
+"""``lockgate/refusal`` (docs/refusals.md); the recorder's tools declare no outputSchema, so it is
+the ``structuredContent`` too."""
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +91,13 @@ async def test_a_call_over_the_limit_is_the_same_error_result_on_every_face(
     assert not first.is_error
     assert wire(refused) == {
         "content": [{"type": "text", "text": REFUSED}],
+        "structuredContent": {"lockgate/refusal": REFUSAL},
         "isError": True,
-        "_meta": {"lockgate/retry_after": 3600, "lockgate/rate_limit": LIMIT},
+        "_meta": {
+            "lockgate/retry_after": 3600,
+            "lockgate/rate_limit": LIMIT,
+            "lockgate/refusal": REFUSAL,
+        },
     }
     assert executed(log, value) == 1  # the upstream never saw the refused call
 

@@ -32,7 +32,18 @@ async def test_a_caller_over_its_limit_is_refused_with_the_rule_the_limit_and_wh
         "Rate limit exceeded: rule 'search-per-caller' allows 2/min per principal; "
         "retry after 30 s."
     )
-    assert refused.meta == {"lockgate/retry_after": 30, "lockgate/rate_limit": SEARCH_LIMIT}
+    assert refused.meta == {
+        "lockgate/retry_after": 30,
+        "lockgate/rate_limit": SEARCH_LIMIT,
+        "lockgate/refusal": {
+            "kind": "rate_limited",
+            "message": refused.first_text(),
+            "rule": "search-per-caller",
+            "retryAfter": 30,
+            "unblock": {"action": "retry_after"},
+            "details": {"limit": SEARCH_LIMIT},
+        },
+    }
     assert chain.runs == ["search", "search"]
 
 
