@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mcp_types as types
@@ -50,6 +50,10 @@ class ToolCallRequest:
     input_responses: Mapping[str, Any] | None = None
     max_hold: float | None = None
     session: str | None = None
+    request_id: str | int | None = None
+    trace: Mapping[str, str] = field(default_factory=dict)
+    """The caller's W3C trace context (``params._meta``, else HTTP headers); see
+    `gateway.telemetry`."""
 
 
 HOLD_META = "lockgate/hold"
@@ -113,7 +117,23 @@ class CallHandler:
             peer=peer,
             task=task,
         )
-        relay = self.gateway.parts.relay
+        telemetry = self.gateway.parts.telemetry
+        if telemetry is None:
+            return await self._dispatch(request, ctx)
+        with telemetry.requests.tools_call(
+            request.name,
+            trace=request.trace,
+            request_id=request.request_id,
+            session_id=ctx.session_id,
+            client=client,
+        ) as span:
+            outcome = await self._dispatch(request, ctx)
+            span.end_with(outcome)
+        return outcome
+
+    async def _dispatch(self, request: ToolCallRequest, ctx: CallContext) -> CallOutcome:
+        """Run the call parked, resumed or plainly (see `__call__`)."""
+        relay, peer = self.gateway.parts.relay, ctx.peer
         state = request.request_state
         if state is not None and relay.parking.owns(state):
             outcome = await relay.parking.resume(state, request.input_responses, request.name, ctx)

@@ -18,7 +18,7 @@ from mcp_types import (
 
 from gateway.mcp.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
 from gateway.mcp.relay import declared
-from toolsets import jsonwire
+from toolsets import jsonwire, trace_context
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
 from toolsets.upstream.tasks import TASKS_EXTENSION
@@ -65,7 +65,12 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
     if not isinstance(name, str) or not isinstance(args, dict) or _asks_task(meta):
         return None
     request = ToolCallRequest(
-        name=name, arguments=args, max_hold=max_hold_of(meta), session=session_of(meta)
+        name=name,
+        arguments=args,
+        max_hold=max_hold_of(meta),
+        session=session_of(meta),
+        request_id=request_id,
+        trace=trace_context.incoming(meta),
     )
     return PlainCall(request_id, request)
 

@@ -31,6 +31,7 @@ from gateway.mcp.resource_handlers import ResourceHandlers
 from gateway.mcp.task_handlers import TaskHandlers
 from gateway.resources.listen_streams import SessionListen
 from toolsets import _sdk_compat as sdk
+from toolsets import trace_context
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -232,6 +233,8 @@ class Downstream:
             input_responses=params.input_responses,
             max_hold=max_hold_of(params.meta),
             session=session_of(params.meta),
+            request_id=ctx.request_id,
+            trace=trace_context.incoming(params.meta, getattr(ctx.request, "headers", None)),
         )
         outcome = await self.handle(
             request,

@@ -57,6 +57,8 @@ class GatewayRuntime:
         check_sdk()  # the SDK's private names we rely on, or a clear error naming the fix
         parts = self._parts
         async with contextlib.AsyncExitStack() as stack:
+            if parts.telemetry is not None:  # shut down last: flushes the spans of the closing
+                await stack.enter_async_context(parts.telemetry)
             # The store first: with PostgreSQL it holds the pool the event sinks drain into.
             await stack.enter_async_context(parts.approvals.store)
             await self._start_events(stack)

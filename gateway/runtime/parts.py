@@ -30,6 +30,7 @@ from toolsets.upstream.server import MCPServerToolset
 
 if TYPE_CHECKING:
     from gateway.postgres.event_log import EventLog
+    from gateway.telemetry.provider import Telemetry
 
 __all__ = ["EventParts", "Parts"]
 
@@ -87,6 +88,7 @@ class Parts:
         resources: The upstreams' resources, prompts and completions (`gateway.resources`).
         relay: Upstream requests to the client (parked 2026-07-28 calls) and log messages.
         tasks: The gateway's MCP tasks (`gateway.tasks`).
+        telemetry: OpenTelemetry tracing, when on (`gateway.telemetry`); None when off.
     """
 
     events: EventParts
@@ -110,3 +112,4 @@ class Parts:
     resources: ResourceService
     relay: Relay
     tasks: TaskService
+    telemetry: Telemetry | None = None
