@@ -5,10 +5,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from toolsets.decision import Decision
 from toolsets.upstream.peer import Capability, ClientPeer
+
+if TYPE_CHECKING:
+    from toolsets.upstream.tasks import TaskAsk
 
 __all__ = [
     "ANONYMOUS",
@@ -116,6 +119,8 @@ class CallContext:
         parent_call_id: For a call a script made (``tools.NAME(...)``), the script's call id.
         peer: The downstream client that made the call, as its upstream may reach it
             (requests to the client, log messages); None for in-process callers.
+        task: The caller asks for the call to run as a task (`toolsets.upstream.tasks`); an
+            upstream tool that supports tasks creates one and records it there.
     """
 
     principal: Principal = ANONYMOUS
@@ -128,6 +133,7 @@ class CallContext:
     max_hold: float | None = None
     parent_call_id: str | None = None
     peer: ClientPeer | None = None
+    task: TaskAsk | None = None
 
     def hold_for(self, hold: float) -> float:
         """A rule's ``hold``, capped by the caller's ``max_hold``."""

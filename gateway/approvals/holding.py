@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -33,7 +33,7 @@ from toolsets.refusal import (
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["HeldCalls", "Holding", "pending_result"]
+__all__ = ["HeldCalls", "HeldObserver", "Holding", "pending_result"]
 
 _WAITING = frozenset({"pending", "executing"})
 
@@ -72,6 +72,13 @@ class Holding:
                 del self._ids[id]
 
 
+class HeldObserver(Protocol):
+    """Told of the pending call a held call met (opened, re-issued, claimed): the gateway's
+    tracing names it on the call's span (`gateway.telemetry.holds.HeldMarks`)."""
+
+    def __call__(self, call: PendingCall) -> None: ...
+
+
 class HeldCalls:
     """Implements `toolsets.approval_required.ApprovalGate` on the approval service.
 
@@ -81,6 +88,7 @@ class HeldCalls:
         progress_interval: Seconds between progress notifications while a call is held, for
             clients that asked for progress.
         holding: Where the calls held open right now are counted (default: a new registry).
+        observe: Told of the pending call each held call met, when tracing.
     """
 
     def __init__(
@@ -90,11 +98,13 @@ class HeldCalls:
         *,
         progress_interval: float = 5.0,
         holding: Holding | None = None,
+        observe: HeldObserver | None = None,
     ) -> None:
         self.service = service
         self.refuse = refuse
         self.progress_interval = progress_interval
         self.holding = Holding() if holding is None else holding
+        self.observe = observe
 
     async def hold(
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
@@ -114,6 +124,8 @@ class HeldCalls:
             wait = Unblock(action="wait_for_pending")
             refusal = Refusal(kind="too_many_pending", message=str(exc), unblock=wait)
             return await self.refuse(tool, args, ctx, refusal)
+        if self.observe is not None:
+            self.observe(call)
         with self.holding.holding(call.id):
             return await self._hold(call, tool, ctx, ctx.hold_for(decision.approval.hold))
 
@@ -191,6 +203,8 @@ class HeldCalls:
             )
         except PendingConflict:  # another identical call claimed it first
             return await self._settle(await self.service.get(call.id), tool, ctx, hold)
+        if self.observe is not None:
+            self.observe(claimed)
         return Approved(id=claimed.id, args=claimed.effective_args, call_id=claimed.call_id)
 
     async def _outcome(self, call: PendingCall, tool: ToolDef) -> ToolResult:

@@ -55,7 +55,7 @@ MUTABLE_FIELDS: Final[frozenset[str]] = frozenset(
 _STATES: Final = frozenset(get_args(State))
 _KINDS: Final = frozenset(get_args(Kind))
 _OPTIONAL: Final = frozenset(
-    {"principal_roles", "tenant", "grants", "grant_max", "stages", "break_glass"}
+    {"principal_roles", "tenant", "grants", "grant_max", "stages", "break_glass", "traceparent"}
 )
 """Fields older records may lack (they take their defaults)."""
 
@@ -101,6 +101,7 @@ class CallBinding(TypedDict):
     grant_max: NotRequired[float | None]
     stages: NotRequired[tuple[ApprovalStage, ...]]
     break_glass: NotRequired[tuple[str, ...]]
+    traceparent: NotRequired[str | None]
 
 
 def _json_copy(value: Any) -> Any:
@@ -154,6 +155,8 @@ class PendingCall:
         stage: The current stage (``len(stages)`` once every stage approved).
         break_glass: Who may approve at once with a reason, skipping remaining stages.
         grant_id: The grant the approval made, if it made one.
+        traceparent: The W3C trace context of the step that held the call, when traced: its
+            hold span and a re-issued call's link point there (`gateway.telemetry`).
     """
 
     id: str
@@ -194,6 +197,7 @@ class PendingCall:
     stage: int = 0
     break_glass: tuple[str, ...] = ()
     grant_id: str | None = None
+    traceparent: str | None = None
 
     @classmethod
     def new(

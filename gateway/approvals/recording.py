@@ -14,6 +14,7 @@ from gateway.approvals.wire import result_to_wire
 from gateway.events import tool_events as events
 from gateway.events.model import Event
 from policies import Decision
+from toolsets import trace_context
 from toolsets.context import CallContext, Principal
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -66,6 +67,7 @@ def held_call(
         grant_max=None if options.grants == ("once",) else options.grant_max,
         stages=options.stages,
         break_glass=options.break_glass,
+        traceparent=trace_context.traceparent(),
     )
 
 

@@ -45,15 +45,40 @@ def _diff(args: argparse.Namespace) -> int:
         print(f"{pin['name']}: no change in quarantine (pin {pin['pin']})")
     else:
         print(f"{pin['name']} ({pin['server']}/{pin['tool']}): {', '.join(pin['fields'])} changed")
-        print(pin["diff"])
+        hiding = _hiding_lines(pin.get("hidden_after_accept", []), "once accepted, ")
+        for line in [*review_lines(pin.get("review") or {}), pin["diff"], *hiding]:
+            print(line)
         print(f"accept with: lockgate pins accept {pin['name']} --pin {pin['changed_pin']}")
     return 0
+
+
+def review_lines(review: dict[str, Any]) -> list[str]:
+    """The flags, word diffs (``[-removed-]``, ``{+added+}``) and structural changes of a
+    pin's review (`gateway.pins.review`), for a terminal."""
+    flags = review.get("flags", {})
+    lines = [
+        f"flags: {', '.join(flags.get('changed', [])) or 'none'}"
+        + (f" (new: {', '.join(flags['new'])})" if flags.get("new") else "")
+    ]
+    for field, runs in review.get("texts", {}).items():
+        marked = {"=": "{}", "+": "{{+{}+}}", "-": "[-{}-]"}
+        lines.append(f"{field}: " + "".join(marked[r["op"]].format(r["text"]) for r in runs))
+    for change in review.get("structure", []):
+        values = [json.dumps(change[k]) for k in ("before", "after") if k in change]
+        lines.append(f"{change['change']} {change['path']}: {' -> '.join(values)}")
+    return lines
+
+
+def _hiding_lines(hiding: list[dict[str, Any]], when: str) -> list[str]:
+    return [f"{when}still hidden: {h['text']}; to lift it, {h['lift']}" for h in hiding]
 
 
 def _accept(args: argparse.Namespace) -> int:
     body = {"pin": args.pin}  # what the approver reviewed: a newer change is refused (409)
     accepted = api_request(args, "POST", f"/api/pins/{args.tool}/accept", body)
     print(f"{accepted['name']}: definition {accepted['pin'][:16]} accepted")
+    for line in _hiding_lines(accepted.get("still_hidden", []), ""):
+        print(line)
     return 0
 
 

@@ -20,6 +20,7 @@ from gateway.config.auth import STATIC_LISTS, token_problem
 from gateway.config.listen import LOOPBACK_HOSTS, ListenConfig
 from gateway.config.model import GatewayConfig
 from gateway.config.storage import dsn_problem
+from gateway.config.telemetry import telemetry_issues
 from policies.yamlfile import Located, parse_model, read_located
 from toolsets.errors import ConfigError, ConfigIssue
 
@@ -61,6 +62,7 @@ def read_config(
             raise ConfigError(_override_issues(exc, located, overrides)) from None
         config = config.model_copy(update={"listen": merged})
     issues = _servers(config, located) + _files_and_secrets(config, located)
+    issues += telemetry_issues(config.telemetry, located)
     for check in checks:
         issues += check(config, located)
     if issues:

@@ -15,9 +15,11 @@ from gateway.config.auth import AuthConfig
 from gateway.config.events import EventsConfig
 from gateway.config.inspectors import InspectorConfig, InspectorName
 from gateway.config.listen import ListenConfig
+from gateway.config.logging import LoggingConfig
 from gateway.config.scripts import HookConfig, SandboxConfig
 from gateway.config.servers import ExternalToolConfig, ServerConfig
 from gateway.config.storage import StorageConfig
+from gateway.config.telemetry import TelemetryConfig
 
 __all__ = ["ApprovalsConfig", "GatewayConfig", "PinAction", "PinsConfig", "PoliciesConfig"]
 
@@ -92,9 +94,13 @@ class GatewayConfig(Strict):
         default_factory=list, description="Sandboxed before_call / after_call hooks, in order."
     )
     sandbox: SandboxConfig = SandboxConfig()
+    logging: LoggingConfig = LoggingConfig()
     inspectors: dict[InspectorName, InspectorConfig] = Field(
         default_factory=dict,
         description="Content inspection of tool arguments and results, by name.",
+    )
+    telemetry: TelemetryConfig | None = Field(
+        None, description="OpenTelemetry traces over OTLP (the otel extra); absent: off."
     )
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
     startup_wait: float = Field(

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Final, Literal
 
-from toolsets import jsonwire
+from toolsets import jsonwire, trace_context
 
 __all__ = [
     "CONTROL_TYPES",
@@ -40,6 +40,9 @@ EventType = Literal[
     "prompt.get",
     "prompt.denied",
     "upstream.status",
+    "task.created",
+    "task.status",
+    "task.completed",
     "lockgate.gap",
     "lockgate.reset",
 ]
@@ -129,6 +132,8 @@ class Event:
         id: Unique, sortable ULID; also the SSE id and the webhook id. Assigned when empty.
         source: The publishing gateway's id (a URI reference); stamped by the bus when empty.
         time: RFC 3339 UTC timestamp of creation (milliseconds). Assigned when empty.
+        traceparent: The W3C trace context of the call it is about, when traced (the
+            CloudEvents distributed-tracing extension); taken from the step running at creation.
     """
 
     type: str
@@ -136,8 +141,11 @@ class Event:
     id: str = ""
     source: str = ""
     time: str = ""
+    traceparent: str = ""
 
     def __post_init__(self) -> None:
+        if not self.traceparent and (traced := trace_context.traceparent()) is not None:
+            object.__setattr__(self, "traceparent", traced)
         if not self.id:
             event_id, stamp = _clock.stamp()
             object.__setattr__(self, "id", event_id)
@@ -147,7 +155,7 @@ class Event:
 
     def to_cloudevent(self) -> dict[str, Any]:
         """The CloudEvents 1.0 structured-mode envelope (a fresh dict)."""
-        return {
+        envelope: dict[str, Any] = {
             "specversion": "1.0",
             "id": self.id,
             "type": self.type,
@@ -156,6 +164,9 @@ class Event:
             "datacontenttype": "application/json",
             "data": self.data,
         }
+        if self.traceparent:
+            envelope["traceparent"] = self.traceparent
+        return envelope
 
     @cached_property
     def json_bytes(self) -> bytes:
@@ -176,6 +187,7 @@ class Event:
                 id=str(envelope["id"]),
                 source=str(envelope.get("source", "")),
                 time=str(envelope.get("time", "")),
+                traceparent=str(envelope.get("traceparent", "")),
             )
         except KeyError as exc:
             raise ValueError(f"not a CloudEvent: missing {exc.args[0]!r}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mcp_types as types
@@ -23,6 +23,7 @@ from gateway.mcp.errors import mcp_error
 from toolsets.context import CallContext, ClientInfo, ElicitCallback, Principal, ProgressCallback
 from toolsets.result import ToolResult
 from toolsets.upstream.peer import ClientPeer
+from toolsets.upstream.tasks import TaskAsk
 
 __all__ = [
     "HOLD_META",
@@ -49,6 +50,10 @@ class ToolCallRequest:
     input_responses: Mapping[str, Any] | None = None
     max_hold: float | None = None
     session: str | None = None
+    request_id: str | int | None = None
+    trace: Mapping[str, str] = field(default_factory=dict)
+    """The caller's W3C trace context (``params._meta``, else HTTP headers); see
+    `gateway.telemetry`."""
 
 
 HOLD_META = "lockgate/hold"
@@ -92,6 +97,7 @@ class CallHandler:
         progress: ProgressCallback | None = None,
         elicit: ElicitCallback | None = None,
         peer: ClientPeer | None = None,
+        task: TaskAsk | None = None,
     ) -> CallOutcome:
         """The outcome of ``request``, made by ``principal`` in ``session_id``; ``peer`` is the
         client as the call's upstream may reach it (`gateway.mcp.relay`). A 2026-07-28 client that
@@ -109,8 +115,25 @@ class CallHandler:
             elicit=elicit,
             max_hold=request.max_hold,
             peer=peer,
+            task=task,
         )
-        relay = self.gateway.parts.relay
+        telemetry = self.gateway.parts.telemetry
+        if telemetry is None:
+            return await self._dispatch(request, ctx)
+        with telemetry.requests.tools_call(
+            request.name,
+            trace=request.trace,
+            request_id=request.request_id,
+            session_id=ctx.session_id,
+            client=client,
+        ) as span:
+            outcome = await self._dispatch(request, ctx)
+            span.end_with(outcome)
+        return outcome
+
+    async def _dispatch(self, request: ToolCallRequest, ctx: CallContext) -> CallOutcome:
+        """Run the call parked, resumed or plainly (see `__call__`)."""
+        relay, peer = self.gateway.parts.relay, ctx.peer
         state = request.request_state
         if state is not None and relay.parking.owns(state):
             outcome = await relay.parking.resume(state, request.input_responses, request.name, ctx)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -57,7 +58,7 @@ from gateway.mcp.relay.wire import EventStream, WirePeer, WireRequests, is_respo
 from gateway.mcp.server import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
 from toolsets import _sdk_compat as sdk
-from toolsets import jsonwire
+from toolsets import jsonwire, trace_context
 from toolsets.context import CallContext, ClientInfo, Principal
 
 __all__ = ["FastPath"]
@@ -170,6 +171,9 @@ class FastPath:
             session_id = self._session(headers, scope)
             client = self.downstream.sessions.get(session_id) if session_id else None
             return await self._list(request_id, principal, session_id, client, send)
+        if not call.request.trace and "traceparent" in headers:  # _meta's wins
+            traced = replace(call.request, trace=trace_context.incoming(None, headers))
+            call = PlainCall(call.id, traced)
         if modern:
             return await self._modern(message, headers, call, principal, receive=receive, send=send)
         return await self._legacy(headers, call, principal, scope, send)

@@ -8,13 +8,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp.shared.inbound import InboundModernRoute
-from mcp_types import INVALID_REQUEST, LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, ErrorData
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    INVALID_REQUEST,
+    LOG_LEVEL_META_KEY,
+    SERVER_INFO_META_KEY,
+    ErrorData,
+)
 
 from gateway.mcp.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
 from gateway.mcp.relay import declared
-from toolsets import jsonwire
+from toolsets import jsonwire, trace_context
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
+from toolsets.upstream.tasks import TASKS_EXTENSION
 
 __all__ = [
     "PlainCall",
@@ -55,12 +62,24 @@ def plain_call(message: Mapping[str, Any]) -> PlainCall | None:
     name, args, meta = params.get("name"), params.get("arguments", {}), params.get("_meta")
     if args is None:
         args = {}
-    if not isinstance(name, str) or not isinstance(args, dict):
+    if not isinstance(name, str) or not isinstance(args, dict) or _asks_task(meta):
         return None
     request = ToolCallRequest(
-        name=name, arguments=args, max_hold=max_hold_of(meta), session=session_of(meta)
+        name=name,
+        arguments=args,
+        max_hold=max_hold_of(meta),
+        session=session_of(meta),
+        request_id=request_id,
+        trace=trace_context.incoming(meta),
     )
     return PlainCall(request_id, request)
+
+
+def _asks_task(meta: Any) -> bool:
+    """Whether a 2026-07-28 call declares the Tasks extension (the SDK path may make a task)."""
+    declared = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+    extensions = declared.get("extensions") if isinstance(declared, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 def plain_params(message: Mapping[str, Any], allowed: frozenset[str]) -> RequestId | None:

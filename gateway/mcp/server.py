@@ -28,12 +28,15 @@ from gateway.mcp.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_
 from gateway.mcp.handshake_sessions import LegacySessions
 from gateway.mcp.relay import declared, request_peer
 from gateway.mcp.resource_handlers import ResourceHandlers
+from gateway.mcp.task_handlers import TaskHandlers
 from gateway.resources.listen_streams import SessionListen
 from toolsets import _sdk_compat as sdk
+from toolsets import trace_context
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.upstream.convert import tool_def_to_mcp, tool_result_to_mcp
+from toolsets.upstream.tasks import TASKS_EXTENSION, TaskAsk
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "GatewayServer", "build_server"]
 
@@ -45,6 +48,14 @@ Ctx = ServerRequestContext[Any]
 MAX_CONVERTED = 10_000
 _ANNOUNCED = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
 """What handshake-era sessions hear of: tool, prompt and resource list changes."""
+TASKS_CAPABILITY = types.ServerTasksCapability(
+    list=types.TasksListCapability(),
+    cancel=types.TasksCancelCapability(),
+    requests=types.ServerTasksRequestsCapability(
+        tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+    ),
+)
+"""2025-11-25's ``tasks`` capability: task-augmented ``tools/call``, ``tasks/list``, cancel."""
 
 
 class GatewayServer(Server[Any]):
@@ -67,6 +78,29 @@ class GatewayServer(Server[Any]):
             experimental_capabilities,
             extensions,
         )
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        """The SDK's capabilities, and tasks when the gateway offers them (`gateway.tasks`):
+        2025-11-25's ``tasks``, 2026-07-28's ``io.modelcontextprotocol/tasks`` extension."""
+        capabilities = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if not self.downstream.gateway.parts.tasks.offered:
+            return capabilities
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            offered = {**(capabilities.extensions or {}), TASKS_EXTENSION: {}}
+            return capabilities.model_copy(update={"extensions": offered})
+        return capabilities.model_copy(update={"tasks": TASKS_CAPABILITY})
 
 
 class _Catalogue:
@@ -189,7 +223,7 @@ class Downstream:
         return types.ListToolsResult(tools=self.catalogue.tools(catalogue))
 
     async def call_tool(
-        self, ctx: Ctx, params: types.CallToolRequestParams
+        self, ctx: Ctx, params: types.CallToolRequestParams, *, task: TaskAsk | None = None
     ) -> types.CallToolResult | types.InputRequiredResult:
         client = _client_info(ctx, self.transport)
         request = ToolCallRequest(
@@ -199,6 +233,8 @@ class Downstream:
             input_responses=params.input_responses,
             max_hold=max_hold_of(params.meta),
             session=session_of(params.meta),
+            request_id=ctx.request_id,
+            trace=trace_context.incoming(params.meta, getattr(ctx.request, "headers", None)),
         )
         outcome = await self.handle(
             request,
@@ -208,6 +244,7 @@ class Downstream:
             progress=_progress(ctx),
             elicit=elicit_callback(ctx) if client.era == "legacy" and client.elicitation else None,
             peer=request_peer(ctx, client),
+            task=task,
         )
         if isinstance(outcome, ErrorData):
             raise MCPError.from_error_data(outcome)
@@ -267,6 +304,7 @@ def build_server(
         on_completion=surface.complete,
     )
     server.middleware.append(downstream.remember_sessions)
+    TaskHandlers(downstream, gateway.parts.tasks, lambda: server.server_info_stamp).register(server)
     set_level = gateway.parts.relay.logs.set_level  # the logging capability, both eras
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.downstream = downstream

@@ -18,6 +18,7 @@ from gateway.postgres.rate import PostgresRateCounter
 from gateway.postgres.session_book import SharedSessionBook
 from gateway.postgres.sessions import PostgresSessionStore
 from gateway.postgres.settings import PostgresSettings
+from gateway.postgres.tasks import PostgresTaskStore
 
 if TYPE_CHECKING:
     from gateway.config.model import GatewayConfig
@@ -56,6 +57,10 @@ class PostgresBackend:
     def pin_store(self) -> PostgresPinStore:
         """The tool-pin store."""
         return PostgresPinStore(self.database)
+
+    def task_store(self) -> PostgresTaskStore:
+        """The store of the gateway's MCP tasks."""
+        return PostgresTaskStore(self.database)
 
     def rate_counter(self) -> PostgresRateCounter:
         """The rate-limit counters, shared by the replicas."""

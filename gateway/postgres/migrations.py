@@ -66,7 +66,15 @@ _V2: Final = (
     "ALTER TABLE sessions ALTER COLUMN state TYPE json USING state::json",
     *EVENT_TABLES_V2,
 )
-MIGRATIONS: Final = ((*_V1, *EVENT_TABLES), _V2)
+# Gateway tasks (`gateway.postgres.tasks`): the record, and who owns it, for tasks/list.
+_V3: Final = (
+    """CREATE TABLE tasks (
+        id text PRIMARY KEY, principal text NOT NULL, tenant text, status text NOT NULL,
+        created_at double precision NOT NULL, updated_at double precision NOT NULL,
+        record jsonb NOT NULL)""",
+    "CREATE INDEX tasks_by_owner ON tasks (principal, created_at DESC)",
+)
+MIGRATIONS: Final = ((*_V1, *EVENT_TABLES), _V2, _V3)
 """Migration ``n`` (from 0) takes the schema from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

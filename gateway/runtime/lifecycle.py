@@ -57,6 +57,8 @@ class GatewayRuntime:
         check_sdk()  # the SDK's private names we rely on, or a clear error naming the fix
         parts = self._parts
         async with contextlib.AsyncExitStack() as stack:
+            if parts.telemetry is not None:  # shut down last: flushes the spans of the closing
+                await stack.enter_async_context(parts.telemetry)
             # The store first: with PostgreSQL it holds the pool the event sinks drain into.
             await stack.enter_async_context(parts.approvals.store)
             await self._start_events(stack)
@@ -70,6 +72,7 @@ class GatewayRuntime:
             await stack.enter_async_context(parts.resources)  # renews subscriptions as they come
             # Upstreams connect in the background: the gateway serves at once (see `Readiness`).
             await stack.enter_async_context(parts.root)
+            await stack.enter_async_context(parts.tasks)  # follows tasks; before upstreams stop
             parts.readiness.start()
             await self._start_tasks(stack)
             self._stack = stack.pop_all()

@@ -22,6 +22,7 @@ from gateway.runtime.readiness import Readiness
 from gateway.runtime.signals import UpstreamSignals
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
+from gateway.tasks.service import TaskService
 from policies import PolicyDecider, PolicyHolder
 from toolsets.abstract import Toolset
 from toolsets.combined import CombinedToolset
@@ -29,6 +30,7 @@ from toolsets.upstream.server import MCPServerToolset
 
 if TYPE_CHECKING:
     from gateway.postgres.event_log import EventLog
+    from gateway.telemetry.provider import Telemetry
 
 __all__ = ["EventParts", "Parts"]
 
@@ -85,6 +87,8 @@ class Parts:
         resource_guard: The policy over resources and prompts.
         resources: The upstreams' resources, prompts and completions (`gateway.resources`).
         relay: Upstream requests to the client (parked 2026-07-28 calls) and log messages.
+        tasks: The gateway's MCP tasks (`gateway.tasks`).
+        telemetry: OpenTelemetry tracing, when on (`gateway.telemetry`); None when off.
     """
 
     events: EventParts
@@ -107,3 +111,5 @@ class Parts:
     resource_guard: ResourceGuard
     resources: ResourceService
     relay: Relay
+    tasks: TaskService
+    telemetry: Telemetry | None = None

@@ -57,7 +57,13 @@ _V4: Final = (
     "CREATE INDEX grants_by_tool ON grants (tool, expires_at)",
     "CREATE INDEX grants_by_tenant ON grants (tenant, created_at)",
 )
-MIGRATIONS: Final = (_V1, _V2, _V3, _V4)
+_V5: Final = (
+    """CREATE TABLE tasks (
+        id TEXT PRIMARY KEY, principal TEXT NOT NULL, tenant TEXT, status TEXT NOT NULL,
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, record TEXT NOT NULL)""",
+    "CREATE INDEX tasks_by_owner ON tasks (principal, created_at)",
+)
+MIGRATIONS: Final = (_V1, _V2, _V3, _V4, _V5)
 """Migration ``n`` (from 0) takes the file from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -8,6 +8,9 @@ docs/architecture.md draws it; a test keeps the two in step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from gateway.approvals.holding import HeldCalls, Holding
 from gateway.approvals.refusals import Refusals
 from gateway.approvals.service import ApprovalService
@@ -30,7 +33,11 @@ from toolsets.policy import PolicyToolset
 from toolsets.rate_limited import RateLimitedToolset
 from toolsets.rates import RateCounter
 from toolsets.scoped import ScopedToolset
+from toolsets.traced import TracedToolset
 from toolsets.validated import SchemaValidators, ValidatingToolset
+
+if TYPE_CHECKING:
+    from gateway.telemetry.provider import Telemetry
 
 __all__ = ["call_chain"]
 
@@ -47,26 +54,40 @@ def call_chain(
     rates: RateCounter,
     progress_interval: float,
     inspection: Inspection | None = None,
+    telemetry: Telemetry | None = None,
 ) -> tuple[Toolset, PolicyDecider]:
     """The call chain over ``served`` (its top), and its hide predicate; the order below is the
-    order a call passes the wrappers, innermost first."""
+    order a call passes the wrappers, innermost first. With ``telemetry``, each step that does
+    work is wrapped in a `TracedToolset` (none is inserted without it)."""
     refuse = Refusals(approvals.record)
-    held = HeldCalls(approvals, refuse, progress_interval=progress_interval, holding=holding)
+    observe = telemetry.held if telemetry is not None else None
+    held = HeldCalls(
+        approvals, refuse, progress_interval=progress_interval, holding=holding, observe=observe
+    )
+    traced = _tracing(telemetry)
     decider = PolicyDecider(
         approvals.policy, sessions, deferred_servers=frozenset({EXTERNAL_SERVER})
     )
     observer = BusObserver(bus)
     served = _inspected(served, inspection, "results", refuse, sessions)
-    chain: Toolset = EventsToolset(served, observer)
-    chain = ApprovalRequiredToolset(chain, held)
+    chain: Toolset = EventsToolset(traced("upstream", served), observer)
+    chain = traced("approval", ApprovalRequiredToolset(chain, held))
     chain = _inspected(chain, inspection, "arguments", refuse, sessions)
-    chain = RateLimitedToolset(chain, rates, observer)
-    chain = PolicyToolset(chain, decider, refuse)
+    chain = traced("rate_limit", RateLimitedToolset(chain, rates, observer))
+    chain = traced("policy", PolicyToolset(chain, decider, refuse))
     if hooks is not None:
-        chain = HookedToolset(chain, hooks, validators)
-    chain = ValidatingToolset(chain, validators)
+        chain = traced("hooks", HookedToolset(chain, hooks, validators))
+    chain = traced("validation", ValidatingToolset(chain, validators))
     chain = ScopedToolset(chain, HeldScopes(approvals.policy))
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
+
+
+def _tracing(telemetry: Telemetry | None) -> Callable[[str, Toolset], Toolset]:
+    """Wraps a step in its `TracedToolset` when tracing, else returns it as it is."""
+    if telemetry is None:
+        return lambda _step, toolset: toolset
+    steps = telemetry.steps
+    return lambda step, toolset: TracedToolset(step, toolset, steps)
 
 
 def _inspected(

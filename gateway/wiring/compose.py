@@ -41,6 +41,8 @@ from gateway.scripts.host import ToolCalls
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.sessions.group_loaders import GroupLoaders
+from gateway.tasks.service import TaskService
+from gateway.telemetry import build_telemetry
 from gateway.wiring.chain import call_chain
 from gateway.wiring.events import event_parts
 from gateway.wiring.external import external_toolset
@@ -52,6 +54,7 @@ from gateway.wiring.stores import (
     rate_counter,
     session_book,
     shared_backend,
+    task_store,
 )
 from gateway.wiring.upstreams import build_upstream
 from policies import PolicyEngine, PolicyHolder
@@ -69,6 +72,7 @@ from toolsets.validated import SchemaValidators
 
 if TYPE_CHECKING:
     from gateway.postgres.backend import PostgresBackend
+    from gateway.telemetry.provider import Telemetry
 
 __all__ = ["compose"]
 
@@ -165,7 +169,10 @@ def _children(
 
 
 def _approvals(
-    config: GatewayConfig, served: _Served, validators: SchemaValidators
+    config: GatewayConfig,
+    served: _Served,
+    validators: SchemaValidators,
+    telemetry: Telemetry | None = None,
 ) -> ApprovalService:
     """The approval service over its pending store (which announces each expiry through it);
     it looks tools up in the ``served`` catalogue, after the first warm-up."""
@@ -182,6 +189,8 @@ def _approvals(
         return await served.served.get_tools(CallContext())
 
     def service(listener: PendingListener) -> ApprovalService:
+        if telemetry is not None:  # each decision of a traced call writes its hold span
+            listener = telemetry.hold_spans(listener)
         return ApprovalService(
             pending_store(config, listener, shared),
             policy,
@@ -243,7 +252,8 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
     call tools through ``calls``, the top of the chain (`gateway.runtime.CallEntry`)."""
     built = _served(config, calls, extra)
     validators = SchemaValidators()
-    approvals = _approvals(config, built, validators)
+    telemetry = build_telemetry(config)
+    approvals = _approvals(config, built, validators, telemetry)
     holding, sessions, events = Holding(), built.sessions, built.events
     root, decider = call_chain(
         built.served,
@@ -256,6 +266,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         rates=rate_counter(built.shared),
         progress_interval=config.approvals.progress_interval,
         inspection=build_inspection(config.inspectors),
+        telemetry=telemetry,
     )
     guard = PolicyResourceGuard(approvals, events.recorder, sessions=sessions, holding=holding)
     upstreams = built.upstreams
@@ -282,4 +293,6 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
             config, upstreams, guard=guard, ready=built.readiness.warm_up
         ),
         relay=Relay(upstreams),
+        tasks=TaskService(task_store(config, built.shared), upstreams, events.recorder),
+        telemetry=telemetry,
     )

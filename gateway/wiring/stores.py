@@ -1,7 +1,7 @@
 """The gateway's stores, chosen by the config: in memory, one SQLite file, or PostgreSQL.
 
-Pins, grants and session state live beside the pending calls: in memory, the same SQLite file
-(``approvals.path``), or, when ``storage.backend`` is ``postgres``, the one shared database.
+Pins, grants, tasks and session state live beside the pending calls: in memory, the same SQLite
+file (``approvals.path``), or, when ``storage.backend`` is ``postgres``, the one shared database.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from gateway.sqlite.grants import SQLiteGrantStore
 from gateway.sqlite.pending import SQLitePendingStore
 from gateway.sqlite.pins import SQLitePinStore
 from gateway.sqlite.sessions import SQLiteSessionStore
+from gateway.sqlite.tasks import SQLiteTaskStore
+from gateway.tasks.store import MemoryTaskStore, TaskStore
 from gateway.wiring.events import folder_for
 from gateway.wiring.scripts import has_scripts
 from policies import PolicyHolder
@@ -38,6 +40,7 @@ __all__ = [
     "rate_counter",
     "session_book",
     "shared_backend",
+    "task_store",
 ]
 
 
@@ -95,6 +98,15 @@ def session_book(
     if config.approvals.store == "memory":
         return SessionBook(MemorySessionStore())
     return SessionBook(SQLiteSessionStore(config.resolve(config.approvals.path)))
+
+
+def task_store(config: GatewayConfig, shared: PostgresBackend | None) -> TaskStore:
+    """The gateway's MCP tasks (shared by the replicas on PostgreSQL)."""
+    if shared is not None:
+        return shared.task_store()
+    if config.approvals.store == "memory":
+        return MemoryTaskStore()
+    return SQLiteTaskStore(config.resolve(config.approvals.path))
 
 
 def rate_counter(shared: PostgresBackend | None) -> RateCounter:

@@ -5,12 +5,13 @@ session) sent once more on a new session."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from toolsets import trace_context
 from toolsets.context import CallContext
 from toolsets.errors import UpstreamError, UpstreamRequestError
 from toolsets.refusal import failure_result
@@ -21,6 +22,7 @@ from toolsets.upstream.connection import UpstreamConnection
 from toolsets.upstream.convert import tool_result_from_mcp
 from toolsets.upstream.direct_call import DirectCall
 from toolsets.upstream.stdio_pipe import TOO_LARGE
+from toolsets.upstream.tasks import UpstreamTasks, task_support
 
 __all__ = ["UpstreamCalls"]
 
@@ -34,14 +36,21 @@ class UpstreamCalls:
         connection: The server's session.
         requests: The server's requests to the client while a call runs.
         timeout: Seconds a call may take; past it, the call is an error result.
+        tasks: Task requests to the server (a call whose context asks for a task).
     """
 
     def __init__(
-        self, connection: UpstreamConnection, requests: UpstreamRequests, *, timeout: float
+        self,
+        connection: UpstreamConnection,
+        requests: UpstreamRequests,
+        *,
+        timeout: float,
+        tasks: UpstreamTasks,
     ) -> None:
         self._connection = connection
         self._requests = requests
         self.timeout = timeout
+        self._tasks = tasks
 
     async def call(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
@@ -71,14 +80,21 @@ class UpstreamCalls:
             message = f"Server {server!r} is unavailable ({connection.status})."
             raise UpstreamError(message, server=server)
         progress = ctx.progress
-        meta = self._requests.call_meta(ctx, client.protocol_version)
+        meta = trace_context.with_trace(self._requests.call_meta(ctx, client.protocol_version))
         with anyio.move_on_after(self.timeout), self._requests.calling(ctx):
             try:
+                if ctx.task is not None and (
+                    self._tasks.modern or task_support(tool) != "forbidden"
+                ):
+                    return await self._tasks.create(tool, args, ctx.task)
                 if pipe is not None and progress is None and not self._requests.streams(ctx):
                     call = DirectCall(pipe, tool.upstream_name, args, meta)
                     return await call.run(server, self._requests)
                 result = await client.call_tool(
-                    tool.upstream_name, dict(args), progress_callback=progress, meta=meta
+                    tool.upstream_name,
+                    dict(args),
+                    progress_callback=progress,
+                    meta=cast(types.RequestParamsMeta | None, meta),
                 )
                 return tool_result_from_mcp(result)
             except MCPError as exc:

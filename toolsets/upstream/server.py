@@ -29,6 +29,7 @@ from toolsets.upstream.connection import (
 from toolsets.upstream.peer import Capability
 from toolsets.upstream.sanitize import DEFAULT_MAX_DESCRIPTION
 from toolsets.upstream.stdio_pipe import DEFAULT_MAX_MESSAGE, StdioPipe
+from toolsets.upstream.tasks import UpstreamTasks
 
 __all__ = [
     "ClientTarget",
@@ -90,7 +91,11 @@ class MCPServerToolset(Toolset):
             max_backoff=max_backoff,
             max_result_bytes=max_result_bytes,
         )
-        self._calls = UpstreamCalls(self.connection, self.requests, timeout=timeout)
+        self.tasks = UpstreamTasks(self.connection, self.catalogue)
+        """Task requests to the server (``tasks/get``, ``tasks/result``, ``tasks/cancel``)."""
+        self._calls = UpstreamCalls(
+            self.connection, self.requests, timeout=timeout, tasks=self.tasks
+        )
         self._tg: TaskGroup | None = None
         self._stopping: anyio.CancelScope | None = None  # the connection's (see `stop_soon`)
 

@@ -1,0 +1,184 @@
+"""The MCP face of gateway tasks: a task-augmented ``tools/call`` (server middleware, so the
+SDK's ``CallToolResult`` check never sees the ``CreateTaskResult``), ``tasks/get``,
+``tasks/result``, ``tasks/cancel``, ``tasks/list``, and status notifications to the session
+that created a task (2025-11-25 sessions; a 2026-07-28 client polls).
+
+A call asks for a task with ``params.task`` (2025-11-25) or by declaring the
+``io.modelcontextprotocol/tasks`` extension in its request's client capabilities (2026-07-28:
+the tool's server decides whether to make one). The policy decides first, in
+the call chain; only an upstream call creates an upstream task (`toolsets.upstream.tasks`). A
+2025-11-25 call no upstream made a task of (denied, answered pending, a tool without task
+support) is answered with a gateway-owned task that has already ended with that outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from gateway.tasks.errors import TaskNotFound
+from gateway.tasks.record import TaskRecord
+from gateway.tasks.service import TaskService
+from gateway.tasks.wire import (
+    NOT_FOUND,
+    created_result,
+    detailed_task,
+    payload,
+    status_notification,
+    task_fields,
+)
+from toolsets.upstream.tasks import TASKS_EXTENSION, TaskAsk
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+    from gateway.mcp.server import Downstream
+
+__all__ = ["TaskHandlers"]
+
+Ctx = ServerRequestContext[Any]
+
+
+def _modern(ctx: Ctx) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _declares_tasks(meta: Mapping[str, Any] | None) -> bool:
+    declared = (meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
+    extensions = declared.get("extensions") if isinstance(declared, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+def _not_found() -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=NOT_FOUND)
+
+
+class TaskHandlers:
+    """The ``tasks/*`` handlers and the task-augmented ``tools/call`` of one downstream server.
+
+    Args:
+        downstream: The server's handlers (who is calling; the call itself).
+        service: The gateway's tasks.
+        stamp: The server's ``serverInfo`` stamp, for 2026-07-28 results answered here.
+    """
+
+    def __init__(
+        self, downstream: Downstream, service: TaskService, stamp: Callable[[], dict[str, Any]]
+    ) -> None:
+        self.downstream = downstream
+        self.service = service
+        self._stamp = stamp
+        service.on_status(self.notify)
+
+    def register(self, server: Server[Any]) -> None:
+        """Serve the ``tasks/*`` methods on ``server`` and take its task-augmented calls."""
+        if not self.service.offered:
+            return
+        server.add_request_handler("tasks/get", types.GetTaskRequestParams, self.get)
+        server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self.result)
+        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.cancel)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, self.list)
+        server.middleware.append(self.intercept)
+
+    async def intercept(self, ctx: Ctx, call_next: Any) -> Any:
+        """Server middleware: a ``tools/call`` that asks for a task is answered here."""
+        params = ctx.params
+        if ctx.method != "tools/call" or not isinstance(params, Mapping):
+            return await call_next(ctx)
+        ttl = await self._wanted(ctx, params)
+        if ttl is False:
+            return await call_next(ctx)
+        call = types.CallToolRequestParams.model_validate(params, by_name=False)
+        ask = TaskAsk(ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else None)
+        outcome: Any = None
+        error: dict[str, Any] | None = None
+        try:
+            outcome = await self.downstream.call_tool(ctx, call, task=ask)
+        except MCPError as exc:
+            if _modern(ctx):
+                raise
+            error = exc.error.model_dump(mode="json", exclude_none=True)
+        context = self.downstream.context(ctx)
+        principal, session_id = context.principal, context.session_id
+        if ask.created is not None:
+            record = await self.service.created(
+                ask, tool=call.name, principal=principal, session_id=session_id
+            )
+        elif _modern(ctx):  # no task was made: the plain outcome
+            wire = outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
+            return self._stamped({"resultType": "complete", **wire})
+        else:
+            result = None
+            if isinstance(outcome, types.CallToolResult):
+                result = outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
+            record = await self.service.finished(
+                tool=call.name,
+                principal=principal,
+                session_id=session_id,
+                ttl_ms=ask.ttl_ms,
+                result=result,
+                error=error,
+            )
+        return self._stamped(created_result(record, modern=_modern(ctx)), modern=_modern(ctx))
+
+    async def _wanted(self, ctx: Ctx, params: Mapping[str, Any]) -> int | bool | None:
+        """The ttl (or None) of the task the call asks for; False when it asks for none."""
+        if not _modern(ctx):
+            task = params.get("task")
+            return task.get("ttl") if isinstance(task, dict) else False
+        # 2026-07-28 lists no task support: each upstream decides per call whether to make one.
+        return None if _declares_tasks(ctx.meta) else False
+
+    def _stamped(self, result: dict[str, Any], *, modern: bool = True) -> dict[str, Any]:
+        if modern:
+            result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: self._stamp()}
+        return result
+
+    async def _find(self, ctx: Ctx, task_id: str) -> TaskRecord:
+        try:
+            return await self.service.find(task_id, self.downstream.context(ctx).principal)
+        except TaskNotFound:
+            raise _not_found() from None
+
+    async def get(self, ctx: Ctx, params: types.GetTaskRequestParams) -> dict[str, Any]:
+        """``tasks/get``: the task (2026-07-28: its result or error inlined)."""
+        return detailed_task(await self._find(ctx, params.task_id), modern=_modern(ctx))
+
+    async def result(self, ctx: Ctx, params: types.GetTaskPayloadRequestParams) -> dict[str, Any]:
+        """``tasks/result`` (2025-11-25): waits for the end; the ``CallToolResult``."""
+        principal = self.downstream.context(ctx).principal
+        try:
+            record = await self.service.ended(params.task_id, principal)
+        except TaskNotFound:
+            raise _not_found() from None
+        return payload(record)
+
+    async def cancel(self, ctx: Ctx, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        """``tasks/cancel``: asks the task's server to stop it (a finished task is refused)."""
+        record = await self._find(ctx, params.task_id)
+        if record.terminal:
+            message = f"Cannot cancel task: already in terminal status '{record.status}'"
+            raise MCPError(code=types.INVALID_PARAMS, message=message)
+        principal = self.downstream.context(ctx).principal
+        record = await self.service.cancel(params.task_id, principal)
+        return {} if _modern(ctx) else task_fields(record, modern=False)
+
+    async def list(self, ctx: Ctx, params: types.PaginatedRequestParams) -> dict[str, Any]:
+        """``tasks/list`` (2025-11-25): the caller's own tasks only."""
+        records = await self.service.mine(self.downstream.context(ctx).principal)
+        return {"tasks": [task_fields(r, modern=_modern(ctx)) for r in records]}
+
+    async def notify(self, record: TaskRecord) -> None:
+        """Tell the 2025-11-25 session that created ``record`` its new status."""
+        if record.session_id is None:
+            return
+        connection = self.downstream.by_session.get(record.session_id)
+        if connection is not None:
+            method, params = status_notification(record)
+            await connection.notify(method, params)

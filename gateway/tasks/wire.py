@@ -1,0 +1,100 @@
+"""A gateway task on the wire, in each era's shape.
+
+2025-11-25 (core tasks): ``CreateTaskResult`` nests the task in ``task``; ``tasks/get`` and
+``tasks/cancel`` answer the task itself; ``tasks/result`` the ``CallToolResult``; ``ttl`` and
+``pollInterval``. 2026-07-28 (the ``io.modelcontextprotocol/tasks`` extension):
+``CreateTaskResult`` is the task with ``resultType: "task"``; ``tasks/get`` answers the detailed
+task (its ``result`` or ``error`` inlined); ``tasks/cancel`` an empty acknowledgement; ``ttlMs``
+and ``pollIntervalMs``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from gateway.tasks.record import TaskRecord
+
+__all__ = [
+    "DEFAULT_POLL_MS",
+    "NOT_FOUND",
+    "created_result",
+    "detailed_task",
+    "payload",
+    "status_notification",
+    "task_fields",
+]
+
+DEFAULT_POLL_MS: Final = 500
+NOT_FOUND: Final = "Failed to retrieve task: Task not found"
+"""The answer for a task that does not exist, expired, or belongs to someone else."""
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
+
+
+def task_fields(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
+    """The ``Task`` object of ``record`` (without status payloads)."""
+    fields: dict[str, Any] = {
+        "taskId": record.id,
+        "status": record.status,
+        "createdAt": _iso(record.created_at),
+        "lastUpdatedAt": _iso(record.updated_at),
+    }
+    if record.status_message is not None:
+        fields["statusMessage"] = record.status_message
+    poll = record.poll_interval_ms or DEFAULT_POLL_MS
+    if modern:
+        fields.update(ttlMs=record.ttl_ms, pollIntervalMs=poll)
+    else:
+        fields.update(ttl=record.ttl_ms, pollInterval=poll)
+    return fields
+
+
+def created_result(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
+    """The ``CreateTaskResult`` answering the task-augmented ``tools/call``."""
+    if modern:
+        return {"resultType": "task", **task_fields(record, modern=True)}
+    return {"task": task_fields(record, modern=False)}
+
+
+def detailed_task(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
+    """What ``tasks/get`` answers (2026-07-28: with the result or error inlined)."""
+    fields = task_fields(record, modern=modern)
+    if modern:
+        if record.status == "completed" and record.result is not None:
+            fields["result"] = dict(record.result)
+        elif record.status == "failed":
+            fields["error"] = dict(record.error or _error(record))
+        fields["resultType"] = "complete"
+    return fields
+
+
+def status_notification(record: TaskRecord) -> tuple[str, dict[str, Any]]:
+    """The 2025-11-25 status notification of ``record``: ``(method, params)``."""
+    return "notifications/tasks/status", task_fields(record, modern=False)
+
+
+def payload(record: TaskRecord) -> dict[str, Any]:
+    """What 2025-11-25's ``tasks/result`` answers for a finished task: the ``CallToolResult``.
+
+    Raises:
+        MCPError: the task failed (its error) or was cancelled.
+    """
+    related = {"io.modelcontextprotocol/related-task": {"taskId": record.id}}
+    if record.status == "completed" and record.result is not None:
+        result = dict(record.result)
+        result["_meta"] = {**(result.get("_meta") or {}), **related}
+        return result
+    error = _error(record) if record.error is None else dict(record.error)
+    raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
+
+
+def _error(record: TaskRecord) -> dict[str, Any]:
+    if record.status == "cancelled":
+        return {"code": types.INVALID_REQUEST, "message": "Task cancelled"}
+    return {"code": types.INTERNAL_ERROR, "message": record.status_message or "Task failed"}

@@ -1,0 +1,124 @@
+"""`Telemetry`: the gateway's OpenTelemetry tracer provider, its OTLP exporter behind a bounded
+batch queue, and the span makers the faces, the chain and the approvals use.
+
+The provider is the gateway's own (not the process-global one), so several gateways in one
+process, and an instrumented upstream beside them, each report as themselves. Export runs on
+the batch processor's thread: a down or slow collector costs a call nothing; past
+``max_queue_size`` waiting spans, new ones are dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from types import TracebackType
+from typing import Self
+
+import anyio.to_thread
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    TraceIdRatioBased,
+)
+
+from gateway.approvals.writes import PendingListener
+from gateway.config.telemetry import SamplingConfig, TelemetryConfig
+from gateway.telemetry.holds import HeldMarks, HoldSpans
+from gateway.telemetry.requests import RequestSpans
+from gateway.telemetry.steps import StepSpans
+
+__all__ = ["Telemetry"]
+
+_SCOPE = "lockgate"
+
+
+def _sampler(sampling: SamplingConfig | None) -> Sampler | None:
+    """The configured sampler; None lets the SDK read ``OTEL_TRACES_SAMPLER``."""
+    if sampling is None:
+        return None
+    ratio = TraceIdRatioBased(sampling.ratio)
+    root: Sampler = {"always_on": ALWAYS_ON, "always_off": ALWAYS_OFF}.get(
+        sampling.sampler.removeprefix("parentbased_"), ratio
+    )
+    return ParentBased(root) if sampling.sampler.startswith("parentbased_") else root
+
+
+def _exporter(config: TelemetryConfig) -> SpanExporter:
+    """OTLP over http/protobuf or gRPC; keys the config leaves out come from ``OTEL_*``."""
+    env = os.environ
+    protocol = (
+        config.protocol
+        or env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    )
+    headers = {k: v.get_secret_value() for k, v in config.headers.items()} or None
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
+
+        return GrpcExporter(
+            endpoint=config.endpoint, headers=headers, timeout=config.export_timeout
+        )
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    endpoint = config.endpoint.rstrip("/") + "/v1/traces" if config.endpoint else None
+    return OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=config.export_timeout)
+
+
+def _resource(config: TelemetryConfig, version: str) -> Resource:
+    attributes: dict[str, str] = {"service.version": version}
+    if config.service_name is not None:
+        attributes["service.name"] = config.service_name
+    elif not os.environ.get("OTEL_SERVICE_NAME"):
+        attributes["service.name"] = "lockgate"
+    return Resource.create(attributes)
+
+
+class Telemetry:
+    """The gateway's tracing (built by `gateway.telemetry.build_telemetry`); entering does
+    nothing, leaving flushes what is queued (bounded by the export timeout) and shuts down."""
+
+    def __init__(
+        self, config: TelemetryConfig, *, version: str, exporter: SpanExporter | None = None
+    ) -> None:
+        self.provider = TracerProvider(
+            sampler=_sampler(config.sampling), resource=_resource(config, version)
+        )
+        self.processor = BatchSpanProcessor(
+            exporter or _exporter(config),
+            max_queue_size=config.max_queue_size,
+            schedule_delay_millis=config.schedule_delay * 1000,
+            max_export_batch_size=min(config.max_export_batch_size, config.max_queue_size),
+            export_timeout_millis=config.export_timeout * 1000,
+        )
+        self.provider.add_span_processor(self.processor)
+        tracer = self.provider.get_tracer(_SCOPE, version)
+        self.requests = RequestSpans(tracer)
+        self.steps = StepSpans(tracer)
+        self.held = HeldMarks()
+        self._tracer = tracer
+
+    def hold_spans(self, then: PendingListener) -> PendingListener:
+        """A pending-store listener writing hold spans, then telling ``then``."""
+        return HoldSpans(self._tracer, then)
+
+    async def flush(self) -> bool:
+        """Export what is queued now (within the export timeout); False if it did not finish."""
+        return await anyio.to_thread.run_sync(self.provider.force_flush)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await anyio.to_thread.run_sync(self.provider.shutdown)

@@ -1,0 +1,75 @@
+"""`StepSpans`: the OpenTelemetry side of `toolsets.traced.StepTracer`: one internal span per
+step of the chain (``lockgate.policy``...), a client span for the call to the tool's server
+(``tools/call {upstream tool}``), and the decision written onto the call's server span."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Final
+
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from gateway.telemetry import attributes as attr
+from gateway.telemetry.current import call_span
+from gateway.telemetry.propagation import carrier_of
+from toolsets.context import CallContext
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+
+__all__ = ["UPSTREAM_STEP", "StepSpans"]
+
+UPSTREAM_STEP: Final = "upstream"
+"""The step that calls the tool's server: a client span named like the MCP request it sends."""
+
+
+class _Open:
+    """One open step span (`toolsets.traced.StepSpan`)."""
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.carrier: Mapping[str, str] = carrier_of(span)
+
+    def finish(self, result: ToolResult) -> None:
+        if result.is_error:
+            self.span.set_attribute(attr.ERROR_TYPE, "tool_error")
+            self.span.set_status(Status(StatusCode.ERROR))
+
+
+def _decided(ctx: CallContext) -> None:
+    """Write the call's decision onto its server span (once the policy step has decided)."""
+    decision = ctx.decision
+    if decision is None:
+        return
+    root = call_span()
+    if not root.is_recording():
+        return
+    root.set_attribute(attr.DECISION_EFFECT, decision.effect)
+    if decision.rule_id is not None:
+        root.set_attribute(attr.RULE, decision.rule_id)
+    if decision.grant is not None:
+        root.set_attribute(attr.GRANT, decision.grant)
+
+
+class StepSpans:
+    """Implements `toolsets.traced.StepTracer` with an OpenTelemetry tracer."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+
+    @contextmanager
+    def step(self, step: str, name: str, tool: ToolDef, ctx: CallContext) -> Iterator[_Open]:
+        _decided(ctx)
+        if step == UPSTREAM_STEP:
+            span_name, kind = f"tools/call {tool.upstream_name}", SpanKind.CLIENT
+            attributes = {
+                attr.MCP_METHOD: "tools/call",
+                attr.TOOL_NAME: tool.upstream_name,
+                attr.OPERATION: "execute_tool",
+                attr.SERVER: tool.server,
+            }
+        else:
+            span_name, kind = f"lockgate.{step}", SpanKind.INTERNAL
+            attributes = {attr.STEP: step, attr.TOOL_NAME: name}
+        with self.tracer.start_as_current_span(span_name, kind=kind, attributes=attributes) as span:
+            yield _Open(span)

@@ -1,0 +1,141 @@
+"""The official Python SDK client as a tasks caller, in both eras.
+
+The SDK (2.3) carries the task types but no task calls. 2026-07-28: `TasksClaim` is a client
+extension (the SDK's own mechanism) that declares ``io.modelcontextprotocol/tasks`` on each
+request and claims the ``resultType: "task"`` shape, so ``session.call_tool(...,
+allow_claimed=True)`` returns the task. 2025-11-25: the SDK checks a ``tools/call`` result
+against ``CallToolResult`` and refuses a ``CreateTaskResult``, so `call_as_task` sends that one
+request through the session's dispatcher (the only place the SDK is gone around).
+``tasks/get``, ``tasks/result``, ``tasks/cancel`` and ``tasks/list`` go through
+``session.send_request`` in both eras.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import mcp_types as types
+from gateway_faces import CLI, DOWNSTREAM_AUTHORIZATION, Face
+from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.streamable_http import streamable_http_client
+from pydantic import BaseModel, ConfigDict
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class CreatedTask(types.Result):
+    """2026-07-28's ``CreateTaskResult`` (the task, ``resultType: "task"``)."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"] = "task"
+    task_id: str
+    status: str
+
+
+async def _unresolved(result: CreatedTask, ctx: ClaimContext) -> types.CallToolResult:
+    raise AssertionError("tests take the task itself (allow_claimed=True)")
+
+
+class TasksClaim(ClientExtension):
+    """Declares the Tasks extension and claims its ``CreateTaskResult``."""
+
+    identifier = TASKS_EXTENSION
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreatedTask, resolve=_unresolved)]
+
+
+class Raw(BaseModel):
+    """Any JSON object, kept whole."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+@contextlib.asynccontextmanager
+async def open_tasks_client(
+    face: Face,
+    *,
+    config: Path,
+    url: str | None = None,
+    token: str | None = None,
+    message_handler: Any = None,
+) -> AsyncIterator[Client]:
+    """An `mcp.Client` on ``face`` that can call tools as tasks (HTTP: ``token`` as bearer)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if face.transport == "http":
+            assert url is not None
+            authorization = f"Bearer {token}" if token else DOWNSTREAM_AUTHORIZATION
+            http = httpx2.AsyncClient(
+                headers={"Authorization": authorization}, timeout=httpx2.Timeout(30, read=300)
+            )
+            await stack.enter_async_context(http)
+            target: Any = streamable_http_client(url, http_client=http)
+        else:
+            argv = [*CLI[1:], "stdio", "--config", str(config)]
+            target = StdioServerParameters(command=sys.executable, args=argv)
+        client = Client(
+            target,
+            mode=face.mode,
+            extensions=[TasksClaim()],
+            message_handler=message_handler,
+            read_timeout_seconds=30,
+        )
+        yield await stack.enter_async_context(client)
+
+
+def modern(client: Client) -> bool:
+    return client.protocol_version == "2026-07-28"
+
+
+async def call_as_task(
+    client: Client, name: str, args: dict[str, Any], *, ttl: int | None = None
+) -> dict[str, Any]:
+    """Call ``name`` as a task; the task the gateway answered with (``taskId``, ``status``...),
+    or the plain ``CallToolResult`` (wire form) when it made none."""
+    if modern(client):
+        answer = await client.session.call_tool(name, args, allow_claimed=True)
+        return answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    params = {"name": name, "arguments": args, "task": {"ttl": ttl} if ttl else {}}
+    raw = await client.session._dispatcher.send_raw_request("tools/call", params, {})
+    return dict(raw["task"]) if "task" in raw else dict(raw)
+
+
+async def request(client: Client, method: str, task_id: str) -> dict[str, Any]:
+    """``tasks/get``, ``tasks/result`` or ``tasks/cancel`` for ``task_id``; the raw result."""
+    kinds: dict[str, type[types.Request[Any, Any]]] = {
+        "tasks/get": types.GetTaskRequest,
+        "tasks/result": types.GetTaskPayloadRequest,
+        "tasks/cancel": types.CancelTaskRequest,
+    }
+    sent = kinds[method].model_validate({"params": {"taskId": task_id}})
+    return (await client.session.send_request(sent, Raw)).data
+
+
+async def list_tasks(client: Client) -> list[dict[str, Any]]:
+    """``tasks/list`` (2025-11-25)."""
+    answer = await client.session.send_request(types.ListTasksRequest(), Raw)
+    return list(answer.data["tasks"])
+
+
+async def until_ended(client: Client, task_id: str) -> dict[str, Any]:
+    """Poll ``tasks/get`` at the interval the task suggests until it ends; its last state.
+
+    Polling is the protocol's own way to follow a task (2026-07-28 has no blocking result)."""
+    while True:
+        task = await request(client, "tasks/get", task_id)
+        if task["status"] in TERMINAL:
+            return task
+        interval = task.get("pollIntervalMs", task.get("pollInterval")) or 100
+        await anyio.sleep(interval / 1000)

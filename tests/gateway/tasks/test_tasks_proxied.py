@@ -1,0 +1,57 @@
+"""Task-augmented calls through the gateway to an upstream built with the MCP SDK's task types
+(`tasks_server.py`): created, polled, completed and read, cancelled; both downstream eras, both
+faces, and an upstream of either era."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from gateway_faces import FACES, Face, serve_gateway
+from paths import HARNESS
+from support import write_config
+from tasks_client import call_as_task, modern, open_tasks_client, request, until_ended
+
+TASKS_SERVER = str(HARNESS / "upstreams" / "tasks_server.py")
+
+
+def tasks_upstream(era: str = "dual") -> dict[str, Any]:
+    """Config entry for the tasks test server over stdio."""
+    return {
+        "name": "jobs",
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [TASKS_SERVER, "--era", era],
+    }
+
+
+@pytest.mark.parametrize("upstream_era", ["legacy", "modern"])
+@pytest.mark.parametrize("face", FACES)
+async def test_a_task_is_created_polled_completed_and_its_result_read(
+    tmp_path: Path, face: Face, upstream_era: str
+) -> None:
+    config = write_config(tmp_path, [tasks_upstream(upstream_era)])
+    with anyio.fail_after(60):
+        async with (
+            serve_gateway(config) as url,
+            open_tasks_client(face, config=config, url=url) as client,
+        ):
+            created = await call_as_task(client, "jobs__job", {"key": "k1"}, ttl=60_000)
+            task_id = created["taskId"]
+            working = await request(client, "tasks/get", task_id)
+            released = await client.call_tool("jobs__release", {"key": "k1"})
+            ended = await until_ended(client, task_id)
+            if not modern(client):
+                result = await request(client, "tasks/result", task_id)
+            else:
+                result = ended["result"]
+    assert created["status"] == "working"
+    assert task_id.startswith("lgt_")
+    assert "upstream-" not in task_id
+    assert working["status"] == "working"
+    assert released.content[0].text == "1"
+    assert ended["status"] == "completed"
+    assert result["content"][0]["text"] == "job k1 done"
