@@ -10,6 +10,7 @@ import cel
 from policies.cel_conditions import Needs
 from policies.errors import ConditionError
 from policies.session import SessionState
+from policies.tool_labels import ToolLabels
 from toolsets.context import Principal
 from toolsets.tooldef import ToolDef
 
@@ -35,13 +36,17 @@ def _pick(value: Mapping[str, Any], fields: frozenset[str] | None) -> dict[str, 
     return {key: value[key] for key in fields if key in value}
 
 
-def tool_value(tool: ToolDef) -> dict[str, Any]:
+def tool_value(tool: ToolDef, labels: ToolLabels | None = None) -> dict[str, Any]:
+    found = labels or ToolLabels()
     return {
         "name": tool.name,
         "server": tool.server,
         "upstream_name": tool.upstream_name,
         "annotations": dict(tool.annotations or {}),
         "flags": list(tool.flags),
+        "labels": sorted(found.all),
+        "source_labels": sorted(found.sources),
+        "sink_labels": sorted(found.sinks),
     }
 
 
@@ -60,6 +65,8 @@ def build_context(
     args: Mapping[str, Any] | None,
     principal: Principal,
     session: SessionState | None,
+    *,
+    labels: ToolLabels | None = None,
 ) -> Any:
     """A ``cel.Context`` holding only what the conditions read: converting values is the cost.
 
@@ -68,7 +75,7 @@ def build_context(
     """
     variables: dict[str, Any] = {}
     if "tool" in needs:
-        variables["tool"] = _pick(tool_value(tool), needs["tool"])
+        variables["tool"] = _pick(tool_value(tool, labels), needs["tool"])
     if "args" in needs:
         variables["args"] = _pick(args or {}, needs["args"])
     if "principal" in needs:

@@ -9,10 +9,11 @@ from typing import Any
 
 from policies.groups import ToolReference, merge_groups, tool_references
 from policies.loader import LoadedFile, policy_version
-from policies.model import ApprovalModel, DefaultsModel
+from policies.model import ApprovalModel, DefaultsModel, RuleModel
 from policies.resource_rules import ResourceKind, resource_defaults
 from policies.rules import CompiledRule, compile_rule
 from policies.scopes import ScopeRule
+from policies.tool_labels import LabelRule, compile_label_rule
 from toolsets.decision import (
     DEFAULT_APPROVAL,
     EFFECT_RANK,
@@ -53,6 +54,8 @@ class CompiledPolicy:
             ``require_first`` and ``groups``, located.
         resource_defaults: The decision for resources and for prompts no rule matches.
         scope_rules: The rules with ``scopes``, in load order.
+        label_rules: The rules with ``labels`` or ``sink_labels``, in load order (a rule
+            without ``effect`` is only there, not in ``rules``).
     """
 
     rules: tuple[CompiledRule, ...]
@@ -66,6 +69,7 @@ class CompiledPolicy:
         default_factory=lambda: resource_defaults((), DEFAULT_APPROVAL)
     )
     scope_rules: tuple[ScopeRule, ...] = ()
+    label_rules: tuple[LabelRule, ...] = ()
 
 
 def resolve_approval(chain: Sequence[ApprovalModel | None]) -> ApprovalOptions:
@@ -130,11 +134,16 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
     global_approval = [d.approval for d in defaults]
     rules: list[CompiledRule] = []
     scoped: list[ScopeRule] = []
+    labelled: list[LabelRule] = []
     for loaded in files:
         own = loaded.policy.defaults.approval if loaded.policy.defaults else None
         for index, rule in enumerate(loaded.policy.rules):
-            approval = resolve_approval([rule.approval, own, *global_approval])
             line, _ = loaded.position("rules", index)
+            if rule.labels is not None or rule.sink_labels is not None:
+                labelled.append(_label_rule(rule, loaded.file, line))
+            if rule.effect is None:
+                continue
+            approval = resolve_approval([rule.approval, own, *global_approval])
             rules.append(
                 compile_rule(rule, order=len(rules), file=loaded.file, line=line, approval=approval)
             )
@@ -150,6 +159,19 @@ def compile_policy(files: Sequence[LoadedFile]) -> CompiledPolicy:
         tool_references=tool_references(files),
         resource_defaults=resource_defaults(defaults, resolve_approval(global_approval)),
         scope_rules=tuple(scoped),
+        label_rules=tuple(labelled),
+    )
+
+
+def _label_rule(rule: RuleModel, file: str, line: int | None) -> LabelRule:
+    return compile_label_rule(
+        rule.id,
+        file=file,
+        line=line,
+        tools=rule.tools,
+        servers=rule.servers,
+        sources=rule.labels or (),
+        sinks=rule.sink_labels or (),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from policies.compiler import CompiledPolicy, compile_policy, empty_policy
 from policies.flags import FlagHiding
 from policies.groups import group_tool_name, unknown_tools
+from policies.label_policy import LabelPolicy
 from policies.loader import load_files
 from policies.messages import message_templates
 from policies.resource_policy import ResourcePolicy
@@ -23,6 +24,7 @@ from policies.rules import CompiledRule
 from policies.scopes import ScopeRequirements
 from policies.session import SessionState
 from policies.session_gates import SessionGates
+from policies.tool_labels import ServerLabels, ToolLabels
 from policies.tool_policy import ToolPolicy
 from policies.verdicts import Verdicts
 from toolsets.context import Principal
@@ -60,6 +62,7 @@ class PolicyEngine:
             compiled.rules, defaults, verdicts=verdicts, templates=templates
         )
         self._scopes = ScopeRequirements(compiled.scope_rules)
+        self._labels = LabelPolicy(compiled.label_rules, self._rules)
         read = [*(r.variables for r in self.rules), *(t.roots for t in templates.values())]
         self._uses_session = self._gates.reads_session or any("session" in r for r in read)
 
@@ -115,12 +118,26 @@ class PolicyEngine:
         """Decisions on resource reads and prompt gets (the rules naming them)."""
         return self._resources
 
+    @property
+    def labels(self) -> LabelPolicy:
+        """The labels of tools (annotations, label rules) and how decisions show them."""
+        return self._labels
+
+    def tool_labels(self, tool: ToolDef, server: ServerLabels | None = None) -> ToolLabels:
+        """``tool``'s labels under this policy, with its server's settings ``server``."""
+        return self._labels.tool_labels(tool, server)
+
     def evaluate_visibility(
-        self, tool: ToolDef, principal: Principal, session: SessionState | None = None
+        self,
+        tool: ToolDef,
+        principal: Principal,
+        session: SessionState | None = None,
+        server: ServerLabels | None = None,
     ) -> Decision:
         """Decide whether ``tool`` is listed for ``principal`` in ``session`` (``hide`` removes
         it); see `ToolPolicy.evaluate_visibility`."""
-        return self._tools.evaluate_visibility(tool, principal, session)
+        labels = self._labels.tool_labels(tool, server)
+        return self._tools.evaluate_visibility(tool, principal, session, labels)
 
     def evaluate_call(
         self,
@@ -128,10 +145,14 @@ class PolicyEngine:
         args: Mapping[str, Any],
         principal: Principal,
         session: SessionState | None = None,
+        server: ServerLabels | None = None,
     ) -> Decision:
-        """Decide a call of ``tool`` with ``args`` in ``session`` (None: a fresh session);
-        ``hide`` means "answer as unknown tool"."""
-        return self._tools.evaluate_call(tool, args, principal, session)
+        """Decide a call of ``tool`` with ``args`` in ``session`` (None: a fresh session;
+        ``server``: its server's label settings); ``hide`` means "answer as unknown tool".
+        The decision carries the tool's and the session's labels."""
+        labels = self._labels.tool_labels(tool, server)
+        decision = self._tools.evaluate_call(tool, args, principal, session, labels)
+        return self._labels.annotate(decision, labels, session)
 
     @property
     def groups(self) -> Mapping[str, tuple[str, ...]]:

@@ -64,6 +64,20 @@ def _duplicate_ids(located: Located, seen: dict[str, str]) -> list[ConfigIssue]:
     return issues
 
 
+def _missing_effects(located: Located) -> list[ConfigIssue]:
+    """A rule needs ``effect`` unless it only sets labels (checked on the raw rules, so the
+    issue is reported beside the others)."""
+    rules: Any = located.data.get("rules") if isinstance(located.data, dict) else None
+    if not isinstance(rules, list):
+        return []
+    message = "required key is missing (a rule without effect only sets labels or sink_labels)"
+    return [
+        located.issue(("rules", index, "effect"), message)
+        for index, rule in enumerate(rules)
+        if isinstance(rule, dict) and not {"effect", "labels", "sink_labels"} & rule.keys()
+    ]
+
+
 def _load_one(path: str | Path, seen_ids: dict[str, str]) -> LoadedFile | list[ConfigIssue]:
     file = str(path)
     try:
@@ -75,7 +89,7 @@ def _load_one(path: str | Path, seen_ids: dict[str, str]) -> LoadedFile | list[C
         return [ConfigIssue(file, None, None, "", f"cannot read: not UTF-8 ({exc.reason})")]
     except ConfigError as exc:
         return list(exc.issues)
-    issues = [*duplicate_keys, *_duplicate_ids(located, seen_ids)]
+    issues = [*duplicate_keys, *_duplicate_ids(located, seen_ids), *_missing_effects(located)]
     try:
         policy = parse_model(located, PolicyFile, PolicyError)
     except PolicyError as exc:

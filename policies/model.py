@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from policies._fields import Strict as _Strict
 from policies._fields import checked as _checked
@@ -16,6 +16,8 @@ from policies.matchers import glob_problem, principal_entry_problem
 from policies.messages import message_problem
 from policies.resource_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, check_scope
 from policies.scope_check import SCOPE_TOKEN, check_scopes
+from policies.session_labels import LABEL_NAME_RE, label_problem
+from policies.tool_labels import check_label_rule
 from policies.uri_globs import UriGlob
 from toolsets.decision import Effect
 from toolsets.upstream.flags import FLAGS
@@ -134,6 +136,17 @@ ScopeName = Annotated[
     ),
 ]
 RuleMode = Literal["enforce", "shadow"]
+LabelName = Annotated[
+    str,
+    _checked(label_problem, "label"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": f"^{LABEL_NAME_RE.pattern}$",
+            "description": "A data-flow label, e.g. private, untrusted, egress.",
+        }
+    ),
+]
 
 
 class DefaultsModel(_Strict):
@@ -158,6 +171,16 @@ class DefaultsModel(_Strict):
 class RuleModel(_Strict):
     """One rule. It matches when every selector it has matches; unset selectors match anything."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["effect"]},
+                {"required": ["labels"]},
+                {"required": ["sink_labels"]},
+            ]
+        }
+    )
+
     id: RuleId
     description: str | None = None
     tools: list[Glob] | None = Field(None, min_length=1, description="Globs on exposed tool names.")
@@ -171,7 +194,9 @@ class RuleModel(_Strict):
     principals: list[PrincipalEntry] | None = Field(None, min_length=1)
     when: CelExpression | None = Field(None, description="Matches only when this is true.")
     unless: CelExpression | None = Field(None, description="Does not match when this is true.")
-    effect: Effect
+    effect: Effect | None = Field(
+        None, description="The rule's effect; required unless the rule only sets labels."
+    )
     reason: str | None = Field(None, description="Why, shown to operators and approvers.")
     message: MessageText | None = None
     mode: RuleMode = Field(
@@ -235,8 +260,27 @@ class RuleModel(_Strict):
         json_schema_extra={"uniqueItems": True},
     )
 
+    labels: list[LabelName] | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "Source labels: what the tools this rule selects (by tools and servers) read "
+            "carries them; a call that succeeds adds them to the session (session.labels). "
+            "CEL reads them as tool.labels."
+        ),
+    )
+    sink_labels: list[LabelName] | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "Sink labels: where the tools this rule selects send data (e.g. egress); CEL reads "
+            "them as tool.labels, they are never added to the session."
+        ),
+    )
+
     _one_kind = field_validator(*SCOPED_FIELDS)(check_scope)
     _scopes = field_validator("scopes")(check_scopes)
+    _label_rule = model_validator(mode="after")(check_label_rule)
 
 
 class PolicyFile(_Strict):

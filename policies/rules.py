@@ -110,7 +110,9 @@ class CompiledRule:
 def compile_rule(
     rule: RuleModel, *, order: int, file: str, line: int | None, approval: ApprovalOptions
 ) -> CompiledRule:
-    """Compile a validated rule; ``approval`` is its fully resolved approval options."""
+    """Compile a validated rule with an effect; ``approval`` is its resolved approval options."""
+    if rule.effect is None:
+        raise ValueError(f"rule {rule.id!r} has no effect: it only sets labels")
     when = compile_condition(rule.when) if rule.when is not None else None
     unless = compile_condition(rule.unless) if rule.unless is not None else None
     variables = (when.variables if when else frozenset()) | (

@@ -20,6 +20,7 @@ from policies.messages import MessageTemplate, rendered
 from policies.rules import CompiledRule, match_rules
 from policies.session import SessionState
 from policies.session_gates import SessionGates
+from policies.tool_labels import ToolLabels
 from policies.verdicts import Lock, Verdicts, hidden
 from toolsets.context import Principal
 from toolsets.decision import Decision
@@ -58,7 +59,11 @@ class ToolPolicy:
         self._templates = templates
 
     def evaluate_visibility(
-        self, tool: ToolDef, principal: Principal, session: SessionState | None = None
+        self,
+        tool: ToolDef,
+        principal: Principal,
+        session: SessionState | None = None,
+        labels: ToolLabels | None = None,
     ) -> Decision:
         """Decide whether ``tool`` is listed for ``principal`` in ``session`` (``hide`` removes it).
 
@@ -76,6 +81,7 @@ class ToolPolicy:
             principal=principal,
             session=session,
             gated=found.gated,
+            labels=labels,
         )
 
     def evaluate_call(
@@ -84,9 +90,10 @@ class ToolPolicy:
         args: Mapping[str, Any],
         principal: Principal,
         session: SessionState | None = None,
+        labels: ToolLabels | None = None,
     ) -> Decision:
-        """Decide a call of ``tool`` with ``args`` in ``session`` (None: a fresh session);
-        ``hide`` means "answer as unknown tool"."""
+        """Decide a call of ``tool`` (whose labels are ``labels``) with ``args`` in ``session``
+        (None: a fresh session); ``hide`` means "answer as unknown tool"."""
         found = self._index.candidates(tool.name, tool.server)
         decision = self._evaluate(
             tool,
@@ -96,6 +103,7 @@ class ToolPolicy:
             principal=principal,
             session=session,
             gated=found.gated,
+            labels=labels,
         )
         if decision.message not in self._templates:
             return decision
@@ -113,10 +121,13 @@ class ToolPolicy:
         principal: Principal,
         session: SessionState | None,
         gated: bool,
+        labels: ToolLabels | None = None,
     ) -> Decision:
         """``args`` is None for a listing; ``gated``: some of ``rules`` have session gates."""
         matched, failures = match_rules(
-            rules, principal, lambda: build_context(needs, tool, args, principal, session)
+            rules,
+            principal,
+            lambda: build_context(needs, tool, args, principal, session, labels=labels),
         )
         lock: Lock | None = None
         if gated:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from toolsets.call_labels import CallLabels
 from toolsets.findings import Finding
 from toolsets.rates import RateLimit
 
@@ -127,6 +128,8 @@ class Decision:
             (empty: none would).
         findings: What content inspection found in the call's arguments (kind and span, never
             the text); an ``ask`` or ``deny`` finding escalated ``effect`` (`toolsets.inspected`).
+        labels: The data-flow labels of the tool and of the session when decided (None: the
+            policy labels nothing here).
     """
 
     effect: Effect
@@ -140,6 +143,7 @@ class Decision:
     shadow: tuple[ShadowMatch, ...] = ()
     limits: tuple[RateLimit, ...] = ()
     grant: str | None = None
+    findings: tuple[Finding, ...] = ()
     gate_locked: bool = False
     unlock_by: tuple[str, ...] = ()
-    findings: tuple[Finding, ...] = ()
+    labels: CallLabels | None = None

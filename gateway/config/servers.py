@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import Field, model_validator
 
 from gateway.config._strict import Strict
+from gateway.config.labels import ServerLabelsConfig
 from gateway.config.scripts import ScriptConfig
 from toolsets.upstream.sanitize import DEFAULT_MAX_DESCRIPTION
 
@@ -83,6 +84,10 @@ class ServerConfig(Strict):
             "declared the capability): elicitation/create, sampling/createMessage, roots/list. "
             "Default: none; every other request is refused."
         ),
+    )
+
+    labels: ServerLabelsConfig | None = Field(
+        None, description="Data-flow labels of the server's tools (see docs/data-flow.md)."
     )
 
     @model_validator(mode="after")

@@ -106,6 +106,9 @@ def _decision(decision: DecisionLike) -> dict[str, Any]:
     grant = getattr(decision, "grant", None)  # a standing grant answered the ``ask``
     if grant is not None:
         data["grant"] = grant
+    labels = getattr(decision, "labels", None)  # data-flow labels: the tool's, the session's
+    if labels:
+        data["labels"] = labels.to_json()
     findings = getattr(decision, "findings", ())  # content inspection of the arguments
     if findings:
         data["findings"] = [finding.to_json() for finding in findings]

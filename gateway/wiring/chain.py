@@ -8,7 +8,7 @@ docs/architecture.md draws it; a test keeps the two in step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from gateway.approvals.holding import HeldCalls, Holding
@@ -22,6 +22,7 @@ from gateway.sessions.book import SessionBook
 from gateway.sessions.labels import SessionLabelSink
 from policies import PolicyDecider
 from policies.held_scopes import HeldScopes
+from policies.tool_labels import ServerLabels
 from toolsets.abstract import Toolset
 from toolsets.approval_required import ApprovalRequiredToolset
 from toolsets.events import EventsToolset
@@ -53,6 +54,7 @@ def call_chain(
     holding: Holding,
     rates: RateCounter,
     progress_interval: float,
+    server_labels: Mapping[str, ServerLabels] | None = None,
     inspection: Inspection | None = None,
     telemetry: Telemetry | None = None,
 ) -> tuple[Toolset, PolicyDecider]:
@@ -66,7 +68,10 @@ def call_chain(
     )
     traced = _tracing(telemetry)
     decider = PolicyDecider(
-        approvals.policy, sessions, deferred_servers=frozenset({EXTERNAL_SERVER})
+        approvals.policy,
+        sessions,
+        deferred_servers=frozenset({EXTERNAL_SERVER}),
+        server_labels=server_labels,
     )
     observer = BusObserver(bus)
     served = _inspected(served, inspection, "results", refuse, sessions)

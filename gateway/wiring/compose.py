@@ -24,6 +24,7 @@ from gateway.approvals.pending import PendingCall
 from gateway.approvals.sealing import RequestStateSealer
 from gateway.approvals.service import ApprovalService
 from gateway.approvals.store import PendingListener
+from gateway.config.labels import server_labels
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig, function_specs
 from gateway.events.recorder import Recorder
@@ -265,6 +266,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         holding=holding,
         rates=rate_counter(built.shared),
         progress_interval=config.approvals.progress_interval,
+        server_labels=server_labels((s.name, s.labels) for s in config.enabled_servers()),
         inspection=build_inspection(config.inspectors),
         telemetry=telemetry,
     )

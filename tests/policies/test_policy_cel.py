@@ -243,6 +243,8 @@ def test_session_record_keeps_counters_and_a_copy_of_the_last_args() -> None:
         "succeeded": {"files__read_file": 2, "files__write_file": 1},
         "last_args": {"files__read_file": {"path": "b"}, "files__write_file": {"path": "a"}},
         "groups": [],
+        "labels": [],
+        "label_sources": {},
     }
 
 
