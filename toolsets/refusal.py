@@ -71,6 +71,7 @@ UnblockAction = Literal[
     "ask_approver",
     "call_first",
     "retry_after",
+    "retry_later",
     "wait_for_pending",
     "reissue",
     "connect",
@@ -78,9 +79,9 @@ UnblockAction = Literal[
     "none",
 ]
 """What would unblock a refused call: ask a person (an approver, an operator) to allow it; call
-``tool`` first; retry after ``retryAfter`` seconds; wait until held calls are decided; issue the
-call again (a fresh approval request); connect an account at ``url``; call with other
-arguments; nothing the agent can do."""
+``tool`` first; retry after ``retryAfter`` seconds; retry later (capacity, no time known); wait
+until held calls are decided; issue the call again (a fresh approval request); connect an account
+at ``url``; call with other arguments; nothing the agent can do."""
 
 FailureKind = Literal["upstream_unavailable", "upstream_timeout", "gateway_unavailable"]
 """Why a call failed before reaching a tool: the upstream is down or lost, it did not answer in

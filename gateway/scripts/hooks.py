@@ -23,6 +23,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from gateway.config.scripts import HookConfig
+from gateway.scripts.refusals import hook_refusal
 from gateway.scripts.runtime import ScriptFailed
 from gateway.scripts.source import ScriptSource
 from gateway.scripts.toolset import ARGS, ScriptHost, as_result
@@ -86,14 +87,15 @@ class ScriptHooks:
             try:
                 value = await self._run(hook, _BEFORE, inputs, ctx)
             except ScriptFailed as exc:
-                return BeforeCall(result=ToolResult.error(f"Not executed: hook {exc}"))
+                message = f"Not executed: hook {exc}"
+                return BeforeCall(result=hook_refusal(message, hook.config.name, tool, exc))
             if isinstance(value, dict) and "result" in value:
                 return BeforeCall(result=as_result(value["result"]))
             if isinstance(value, dict) and isinstance(value.get("args"), dict):
                 changed = value["args"]
             elif value is not None:
                 message = f"Not executed: hook {hook.config.name}'s before_call returned {value!r}"
-                return BeforeCall(result=ToolResult.error(message))
+                return BeforeCall(result=hook_refusal(message, hook.config.name, tool))
         return BeforeCall(args=changed)
 
     async def after(
@@ -106,7 +108,8 @@ class ScriptHooks:
             try:
                 value = await self._run(hook, _AFTER, inputs, ctx)
             except ScriptFailed as exc:
-                return ToolResult.error(f"The result was withheld: hook {exc}")
+                message = f"The result was withheld: hook {exc}"
+                return hook_refusal(message, hook.config.name, tool, exc)
             if value is not None:
                 result = as_result(value)
         return result

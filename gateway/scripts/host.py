@@ -95,7 +95,7 @@ class Run:
     def check(self) -> None:
         """Raise if the run went over a sub-call limit (even if the code caught the error)."""
         if self.exceeded is not None:
-            raise ScriptFailed(f"{self.name} hit {self.exceeded}")
+            raise ScriptFailed(f"{self.name} hit {self.exceeded}", limit="sub_calls")
 
     async def sub_call(self, name: str, /, **args: Any) -> Any:
         """``tools.NAME(**args)``: the tool's result, or ``RuntimeError`` with its error."""

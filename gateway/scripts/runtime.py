@@ -42,7 +42,16 @@ _LIMIT_NAMES: Final = {
 
 
 class ScriptFailed(LockgateError):
-    """A script or hook raised, hit a limit, or its worker crashed; the message says which."""
+    """A script or hook raised, hit a limit, or its worker crashed; the message says which.
+
+    Attributes:
+        limit: The limit it hit (its config key, ``limits.timeout``, ``sandbox.runs_per_call``,
+            ...), or None when it failed otherwise: a limit refuses the call, an error fails it.
+    """
+
+    def __init__(self, message: str, *, limit: str | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class Sandbox:
@@ -123,7 +132,7 @@ class Sandbox:
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:  # a value that does not convert, a pool error
-            raise ScriptFailed(self._failure(name, exc, limits)) from None
+            raise ScriptFailed(self._failure(name, exc, limits), limit=_limit_of(exc)) from None
 
     def _failure(self, name: str, exc: Exception, limits: ScriptLimits) -> str:
         """What a failed run says: the script's error, a limit, no worker, or anything else."""
@@ -133,6 +142,20 @@ class Sandbox:
             waited = f"{self.config.checkout_timeout:g} s, sandbox.checkout_timeout"
             return f"{name} found no free sandbox worker in {waited}"
         return f"{name} failed: {type(exc).__name__}: {exc}"
+
+
+def _limit_of(exc: Exception) -> str | None:
+    """The limit a failed run hit (its config key), or None when it failed otherwise."""
+    if isinstance(exc, NoWorker):
+        return "sandbox.checkout_timeout"
+    if isinstance(exc, MontyCrashedError):
+        return "limits.timeout" if exc.timed_out else None
+    if not isinstance(exc, MontyRuntimeError):
+        return None
+    kind = type(exc.exception()).__name__
+    if (kind in _LIMIT_NAMES and "limit" in exc.display("type-msg")) or kind == "RecursionError":
+        return f"limits.{_LIMIT_NAMES[kind][1]}"
+    return None
 
 
 def _resource_limits(limits: ScriptLimits) -> ResourceLimits:

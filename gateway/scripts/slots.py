@@ -67,7 +67,7 @@ class RunSlots:
         """
         refusal = self._refusal(tree)
         if refusal is not None and nested:
-            raise ScriptFailed(f"{name} was refused: {refusal}")
+            raise ScriptFailed(f"{name} was refused: {refusal}", limit="sandbox")
         if refusal is not None:
             with anyio.move_on_after(self._config.checkout_timeout):
                 while refusal is not None:
@@ -75,7 +75,8 @@ class RunSlots:
                     refusal = self._refusal(tree)
             if refusal is not None:
                 waited = f"{self._config.checkout_timeout:g} s, sandbox.checkout_timeout"
-                raise ScriptFailed(f"{name} was refused: {refusal}; none was free in {waited}")
+                message = f"{name} was refused: {refusal}; none was free in {waited}"
+                raise ScriptFailed(message, limit="sandbox")
         self._running += 1
         self._by_principal[tree.principal] += 1
         tree.runs += 1

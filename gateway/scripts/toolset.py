@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from gateway.config.scripts import ScriptConfig, ScriptLimits
 from gateway.scripts.host import Dispatch, Run, ToolCalls, host_modules_used
+from gateway.scripts.refusals import script_failure
 from gateway.scripts.runtime import Sandbox, ScriptFailed
 from gateway.scripts.slots import CallTree, RunSlots
 from gateway.scripts.source import ScriptSource, run_description, run_schema
@@ -90,7 +91,8 @@ class ScriptHost:
         """
         parent = self._frames.get(ctx.parent_call_id or "")
         if parent is not None and parent.depth >= MAX_DEPTH:
-            raise ScriptFailed(f"{name}: scripts calling scripts nest at most {MAX_DEPTH} deep")
+            message = f"{name}: scripts calling scripts nest at most {MAX_DEPTH} deep"
+            raise ScriptFailed(message, limit="nesting")
         tree = parent.tree if parent is not None else self.slots.tree(ctx.principal.id)
         run = Run(name, ctx, self.calls.call_tool, self.sessions, limits.sub_calls, tree)
         used = host_modules_used(f"{source.text}\n{expression}")
@@ -170,5 +172,5 @@ class ScriptToolset(Toolset):
                 ctx=ctx,
             )
         except ScriptFailed as exc:
-            return ToolResult.error(str(exc))
+            return script_failure(exc, tool)
         return as_result(value)
