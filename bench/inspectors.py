@@ -36,7 +36,7 @@ from bench.procs import GATEWAY_CLI, PREFIX, REPO, Launch, free_port, serve, wri
 LABEL_POLICY = REPO / "bench" / "policy_labels.yaml"
 TARGET = 0.15
 """Label rules and the built-in inspectors may add at most this share to the echo p50."""
-CASES = {"echo": {"text": "hello, gateway"}, "big": {"kib": 256}}
+CASES: dict[str, dict[str, Any]] = {"echo": {"text": "hello, gateway"}, "big": {"kib": 256}}
 TOOLS = 3
 INSPECTOR = {"type": "builtin", "tools": ["up__*"], "direction": "both"}
 
@@ -85,7 +85,7 @@ async def _clients(targets: dict[str, Target], era: str) -> AsyncIterator[dict[s
 
 async def measure(era: str, calls: dict[str, int], rounds: int) -> list[dict[str, Any]]:
     """One row per case: per-round p50 (µs) off and on, the median added share."""
-    p50 = {case: {"off": [], "on": []} for case in CASES}
+    p50: dict[str, dict[str, list[float]]] = {case: {"off": [], "on": []} for case in CASES}
     with (
         TemporaryDirectory(prefix="lockgate-bench-inspectors-") as tmp,
         _targets(Path(tmp)) as targets,
