@@ -40,6 +40,11 @@ __all__ = [
 ]
 
 PENDING_META = "lockgate/pending"
+IN_PROCESS_APPROVER = (
+    "the host has no approver credential, and the rule does not name 'caller' among its "
+    "approvers: pass approver= (a principal the rule names) to from_gateway, or decide the call "
+    "on the approvals page, the CLI or the REST API"
+)
 DECISION_META = "lockgate/decision"
 
 
@@ -275,7 +280,8 @@ class InProcessGateway:
                 as_caller=self.approver is None,
             )
         except NotAnApprover as exc:
-            raise CannotDecide(str(exc)) from None
+            fix = IN_PROCESS_APPROVER if self.approver is None else "not an approver the rule names"
+            raise CannotDecide(f"{exc}: {fix}") from None
         except (DecisionRefused, PendingNotFound) as exc:
             raise DecisionRejected(str(exc)) from None
         except ApprovalConflict:

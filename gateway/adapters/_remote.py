@@ -31,6 +31,11 @@ from toolsets.upstream.convert import tool_result_from_mcp
 __all__ = ["RemoteGateway", "RemoteOptions"]
 
 MAX_PAGES = 100
+NO_APPROVER = (
+    "the host has no approver credential, and the rule does not name 'caller' among its "
+    "approvers: pass approver_token= (a token of an approver the rule names) to from_url, or "
+    "decide the call on the approvals page, the CLI or the REST API"
+)
 _T = TypeVar("_T")
 
 
@@ -235,27 +240,34 @@ class RemoteGateway:
             body["message"] = decision.message
         if decision.args is not None:
             body["args"] = dict(decision.args)
-        await self._post(f"approvals/{id}/decision", body)
+        if self._approver_token is None:  # the agent decides as the caller, if the rule says so
+            await self._post(f"approvals/{id}/caller-decision", body, token=self._token)
+        else:
+            await self._post(f"approvals/{id}/decision", body)
 
     async def post_result(self, id: str, *, value: Any = None, error: str | None = None) -> None:
         body = {"error": error} if error is not None else {"value": value}
+        if self._approver_token is None:
+            raise CannotDecide("no worker or approver token (approver_token=): workers post it")
         await self._post(f"calls/{id}/result", body)
 
     @staticmethod
     def _auth(token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}", "X-Lockgate-Channel": "host"}
 
-    async def _post(self, path: str, body: dict[str, Any]) -> None:
-        if self._approver_token is None:
-            raise CannotDecide("no approver token: the gateway's own approvers decide")
+    async def _post(self, path: str, body: dict[str, Any], *, token: str | None = None) -> None:
+        token = token or self._approver_token
+        if token is None:
+            raise CannotDecide(f"{path}: {NO_APPROVER}")
         if self._api is None:
             raise UpstreamError("RemoteGateway is not open: use 'async with'")
         response = await self._api.post(
-            f"{self.api_url}/{path}", json=body, headers=self._auth(self._approver_token)
+            f"{self.api_url}/{path}", json=body, headers=self._auth(token)
         )
         status = response.status_code
         if status in {401, 403}:
-            raise CannotDecide(f"{path}: {status} {_detail(response)}")
+            fix = f"; {NO_APPROVER}" if token != self._approver_token else ""
+            raise CannotDecide(f"{path}: {status} {_detail(response)}{fix}")
         if status == 409:
             return  # decided elsewhere first (or expired): re-issuing the call reports that
         if status >= 400:

@@ -12,17 +12,24 @@ runs again from the top:
    response is asked again, with the reason in the description);
 3. the call is re-issued once more and the gateway answers with its outcome: the result of the
    approved (or edited) call, run exactly once, the reviewer's text, or the denial.
+
+Under `gateway.adapters.middleware.LockgateMiddleware` a held call is not asked here: the
+middleware sets `DEFERRED` around each tool call, `call_deferred` notes the held call there and
+answers "pending", and the middleware asks about all the held calls of the turn at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.adapters._client import (
     CannotDecide,
     DecisionRejected,
     GatewayClient,
+    HeldCall,
     HostDecision,
     held_of,
     result_text,
@@ -31,10 +38,41 @@ from gateway.approvals.errors import InvalidHumanResponse
 from gateway.approvals.human_interrupt import read_response
 from toolsets.result import ToolResult
 
-__all__ = ["Ask", "call_reviewed"]
+__all__ = ["DEFERRED", "Ask", "Deferred", "call_deferred", "call_reviewed"]
 
 Ask = Callable[[dict[str, Any]], Any]
 """Asks the reviewer: LangGraph's ``interrupt`` (raises to pause, returns the resume value)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deferred:
+    """A held call left for the review of its model turn.
+
+    Attributes:
+        held: The gateway's pending call.
+        name: The tool called.
+        args: The arguments as called.
+    """
+
+    held: HeldCall
+    name: str
+    args: dict[str, Any]
+
+
+DEFERRED: ContextVar[list[Deferred] | None] = ContextVar("lockgate_deferred", default=None)
+"""Where a tool call notes its held call instead of asking (set by the lockgate middleware)."""
+
+
+async def call_deferred(
+    client: GatewayClient, name: str, args: Mapping[str, Any], sink: list[Deferred]
+) -> ToolResult:
+    """The outcome of calling ``name`` without waiting; a held approval is noted in ``sink``
+    (and answered "pending") for the turn's review."""
+    result = await client.call_tool(name, args, max_hold=0)
+    held = held_of(result)
+    if held is not None and held.kind == "approval":
+        sink.append(Deferred(held=held, name=name, args=dict(args)))
+    return result
 
 
 async def call_reviewed(

@@ -18,8 +18,13 @@ reason and the approval id, and ``lockgate.approval_id``). Resume with
 see and may decide the same pending call meanwhile; resuming then returns their outcome, and the
 call never runs twice. Outside a graph a held call is answered "pending", as over MCP.
 
-Deciding needs a credential: ``approver=`` in process (without one, the host decides only where
-the rule lists ``caller``), ``approver_token=`` remotely.
+Deciding needs a credential where the rule's approvers do not include ``caller``: ``approver=``
+in process, ``approver_token=`` remotely. Where the rule names ``caller``, a host without one
+decides as the calling agent (its ``principal`` or ``token``).
+
+In a LangChain 1.x ``create_agent`` agent, `gateway.adapters.middleware.LockgateMiddleware`
+asks about all the held calls of a model turn in one interrupt, in ``HumanInTheLoopMiddleware``'s
+shape; without it each held call is asked on its own, in the shape above.
 
 Sync use (``tool.invoke``, ``graph.invoke``) runs the gateway's calls through an anyio blocking
 portal: the toolkit's own when opened with ``with`` (remote gateways), or the ``portal=`` the
@@ -42,7 +47,7 @@ from pydantic import ConfigDict, SkipValidation
 from gateway.adapters._client import GatewayClient, InProcessGateway, result_text
 from gateway.adapters._langgraph_compat import in_graph, interrupt
 from gateway.adapters._remote import RemoteGateway, RemoteOptions
-from gateway.adapters._review import Ask, call_reviewed
+from gateway.adapters._review import DEFERRED, Ask, Deferred, call_deferred, call_reviewed
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
 from toolsets.errors import ToolNotFoundError
@@ -76,16 +81,22 @@ class GatewayTool(BaseTool):
         # interrupt() reads this thread's LangGraph context; the call runs in the portal's loop.
         context = contextvars.copy_context()
         ask: Ask | None = (lambda request: context.run(interrupt, request)) if in_graph() else None
-        return self.toolkit.blocking(self._call(args, ask))
+        return self.toolkit.blocking(self._call(args, ask, DEFERRED.get()))
 
     async def _arun(
         self, args: dict[str, Any], run_manager: AsyncCallbackManagerForToolRun | None = None
     ) -> tuple[str, Any]:
-        return await self._call(args, interrupt if in_graph() else None)
+        return await self._call(args, interrupt if in_graph() else None, DEFERRED.get())
 
-    async def _call(self, args: dict[str, Any], ask: Ask | None) -> tuple[str, Any]:
+    async def _call(
+        self, args: dict[str, Any], ask: Ask | None, deferred: list[Deferred] | None
+    ) -> tuple[str, Any]:
+        client = self.toolkit.client
         try:
-            result = await call_reviewed(self.toolkit.client, self.name, args, ask)
+            if deferred is not None:  # the lockgate middleware asks about the turn's holds
+                result = await call_deferred(client, self.name, args, deferred)
+            else:
+                result = await call_reviewed(client, self.name, args, ask)
         except ToolNotFoundError as exc:  # hidden or removed since the model saw the list
             raise ToolException(str(exc)) from None
         return _content(result)

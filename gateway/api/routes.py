@@ -215,6 +215,25 @@ class _Handlers:
         )
         return JSONResponse(_call_json(call, self.holding))
 
+    async def decide_as_caller(self, request: Request, who: Principal) -> Response:
+        """``POST /api/approvals/{id}/caller-decision``: an agent decides its own held call,
+        where the rule names ``caller`` among the approvers (a graph host resuming)."""
+        id = request.path_params["id"]
+        call = await self.store.get(id)
+        if call is None or call.principal != who.id or call.tenant != who.tenant:
+            raise PendingNotFound(id)
+        body = await self._decision_body(request)
+        call = await self.service.decide(
+            id,
+            body.decision,
+            by=who,
+            channel=_channel(request),
+            message=body.message,
+            args=body.args,
+            as_caller=True,
+        )
+        return JSONResponse(_call_json(call, self.holding))
+
     async def _decision_body(self, request: Request) -> DecisionBody:
         """The decision posted: a lockgate body, or (``?format=langgraph``) a LangGraph
         response, read for the held call's tool."""
@@ -264,6 +283,11 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         Route("/api/approvals", _guard(auth, approver, api.list_calls), methods=["GET"]),
         Route("/api/approvals/{id}", _guard(auth, approver, api.get_call), methods=["GET"]),
         Route("/api/approvals/{id}/decision", _guard(auth, approver, api.decide), methods=["POST"]),
+        Route(
+            "/api/approvals/{id}/caller-decision",
+            _guard(auth, ("agent",), api.decide_as_caller),
+            methods=["POST"],
+        ),
         Route("/api/calls", _guard(auth, worker, api.list_calls), methods=["GET"]),
         Route("/api/calls/{id}", _guard(auth, worker, api.get_call), methods=["GET"]),
         Route("/api/calls/{id}/result", _guard(auth, worker, api.post_result), methods=["POST"]),

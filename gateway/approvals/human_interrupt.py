@@ -15,17 +15,23 @@ deny → ignore. Responses are read in two vocabularies:
 - the ``HumanResponse`` shape, ``{"type": "accept" | "edit" | "response" | "ignore", "args": ...}``
   (``edit``: the new arguments, or an ``{"action", "args"}`` action request; ``response``: the
   text given instead of running the tool), also as a one-element list, as Agent Inbox sends it;
-- LangChain's ``HumanInTheLoopMiddleware`` decisions, ``{"type": "approve" | "edit" | "reject"}``
-  (``edit`` carries ``edited_action: {"name", "args"}``, ``reject`` an optional ``message``),
-  alone or as ``{"decisions": [decision]}``.
+- LangChain's ``HumanInTheLoopMiddleware`` decisions, ``{"type": "approve" | "edit" | "reject" |
+  "respond"}`` (``edit`` carries ``edited_action: {"name", "args"}``, ``reject`` an optional
+  ``message``, ``respond`` the ``message`` given instead of running the tool), alone or as
+  ``{"decisions": [decision]}``.
 
 ``ignore`` and ``reject`` deny the call, with the given text (if any) as the model's message.
+
+Several held calls of one model turn are asked at once in the middleware's batched shape
+(`turn_request`: ``{"action_requests": [{"name", "args", "description"}],
+"review_configs": [{"action_name", "allowed_decisions"}]}``), answered with
+``{"decisions": [...]}``, one decision per action request, in order (`read_decisions`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -37,7 +43,9 @@ __all__ = [
     "interrupt_config",
     "interrupt_request",
     "noted",
+    "read_decisions",
     "read_response",
+    "turn_request",
 ]
 
 _CONFIG_OF: Final[dict[str, HumanDecision]] = {
@@ -45,6 +53,12 @@ _CONFIG_OF: Final[dict[str, HumanDecision]] = {
     "allow_edit": "edit",
     "allow_respond": "respond",
     "allow_ignore": "deny",
+}
+_MIDDLEWARE_OF: Final[dict[str, str]] = {
+    "allow_accept": "approve",
+    "allow_edit": "edit",
+    "allow_ignore": "reject",
+    "allow_respond": "respond",
 }
 _DENIED = "The call was rejected by a reviewer."
 
@@ -138,6 +152,10 @@ def _answer(kind: str, value: Mapping[str, Any], action: str) -> ReviewAnswer:
         if not isinstance(args, str):
             raise InvalidHumanResponse("a 'response' carries its text in 'args'")
         return ReviewAnswer(decision="respond", message=args)
+    if kind == "respond":  # HumanInTheLoopMiddleware: the text in 'message'
+        if not isinstance(message := value.get("message"), str):
+            raise InvalidHumanResponse("a 'respond' decision carries its text in 'message'")
+        return ReviewAnswer(decision="respond", message=message)
     if kind in {"ignore", "reject"}:
         text = value.get("message", args)
         return ReviewAnswer(decision="deny", message=text if isinstance(text, str) else _DENIED)
@@ -162,6 +180,39 @@ def _edited(value: Mapping[str, Any], action: str) -> dict[str, Any]:
     if not isinstance(edited, Mapping):
         raise InvalidHumanResponse("an 'edit' carries the new arguments as an object")
     return dict(edited)
+
+
+def turn_request(requests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One ``HumanInTheLoopMiddleware`` request for the held calls of a model turn, from their
+    single-action ``requests`` (`interrupt_request`), in order."""
+    actions, configs = [], []
+    for request in requests:
+        name, args = request["action_request"]["action"], request["action_request"]["args"]
+        actions.append({"name": name, "args": args, "description": request["description"]})
+        allowed = [kind for key, kind in _MIDDLEWARE_OF.items() if request["config"].get(key)]
+        configs.append({"action_name": name, "allowed_decisions": allowed})
+    lockgate = [request.get("lockgate", {}) for request in requests]
+    return {"action_requests": actions, "review_configs": configs, "lockgate": lockgate}
+
+
+def read_decisions(value: Any, *, count: int) -> list[Any]:
+    """The ``count`` decisions of a reply to a `turn_request`, in order: ``{"decisions": [...]}``,
+    a bare list, or (for one held call) a single response.
+
+    Raises:
+        InvalidHumanResponse: not a list of exactly ``count`` decisions.
+    """
+    if isinstance(value, Mapping) and "decisions" in value:
+        value = value["decisions"]
+    elif count == 1 and not isinstance(value, list):
+        value = [value]
+    if not isinstance(value, list) or len(value) != count:
+        given = len(value) if isinstance(value, list) else type(value).__name__
+        raise InvalidHumanResponse(
+            f"the reply needs {{'decisions': [...]}} with {count} decision(s), one per action "
+            f"request in order; got {given}"
+        )
+    return value
 
 
 def _iso(seconds: float) -> str:
