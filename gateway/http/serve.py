@@ -11,6 +11,7 @@ import uvicorn
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
+from gateway.logs import uvicorn_log_config
 from toolsets.errors import LockgateError
 
 __all__ = ["GRACEFUL_SHUTDOWN", "listen_socket", "serve"]
@@ -77,6 +78,7 @@ def serve(gateway: Gateway, *, host: str, port: int) -> None:
     config = uvicorn.Config(
         build_app(gateway, manage_gateway=False),
         log_level="warning",
+        log_config=uvicorn_log_config(),
         lifespan="on",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
     )

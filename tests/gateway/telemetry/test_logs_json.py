@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+from gateway_faces import CLI, Face, open_client
+from logging_functions import SECRET
 from opentelemetry.sdk.trace import TracerProvider
+from otlp_receiver import OTLPReceiver
+from paths import HARNESS
+from support import free_port, write_config
 
 from gateway.logs import RESERVED, JsonFormatter
 
@@ -117,3 +126,83 @@ def test_without_opentelemetry_the_json_lines_have_no_ids_and_no_error() -> None
     line = json.loads(done.stdout)
     assert line["message"] == "hello"
     assert "trace_id" not in line
+
+
+def noisy_config(directory: Path, endpoint: str, **sections: Any) -> Path:
+    """A gateway serving `logging_functions.noisy` (``fn__noisy``), tracing to ``endpoint``."""
+    server = {"name": "fn", "transport": "python", "functions": ["logging_functions:noisy"]}
+    telemetry = {"endpoint": endpoint, "schedule_delay": 0.1}
+    return write_config(directory, [server], telemetry=telemetry, **sections)
+
+
+def harness_env() -> dict[str, str]:
+    """The environment with this harness importable (``logging_functions``)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(HARNESS), str(HARNESS.parents[1])])}
+
+
+def json_lines(stderr: str) -> list[dict[str, Any]]:
+    """Every stderr line parsed as JSON, but the one plain readiness line."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return [json.loads(line) for line in lines if not line.startswith("lockgate: serving MCP")]
+
+
+async def read_rest(stream: BufferedByteReceiveStream) -> bytes:
+    """What ``stream`` holds until its end."""
+    rest = b""
+    with anyio.fail_after(30):
+        while True:
+            try:
+                rest += await stream.receive()
+            except anyio.EndOfStream:
+                return rest
+
+
+@pytest.mark.parametrize("how", ["flag", "config"])
+async def test_serve_writes_json_lines_carrying_the_ids_of_the_calls_span(
+    how: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    async with OTLPReceiver() as receiver:
+        logging_section = {"logging": {"format": "json"}} if how == "config" else {}
+        config = noisy_config(tmp_path, receiver.endpoint, **logging_section)
+        argv = [*CLI, "serve", "-c", str(config), "--port", str(port)]
+        argv += ["--log-format", "json"] if how == "flag" else []
+        process = await anyio.open_process(argv, env=harness_env(), stdout=subprocess.DEVNULL)
+        try:
+            assert process.stderr is not None
+            stderr = BufferedByteReceiveStream(process.stderr)
+            seen = b""
+            with anyio.fail_after(60):
+                while b"serving MCP at" not in seen:
+                    seen += await stderr.receive_until(b"\n", 65536) + b"\n"
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with open_client(Face("http", "legacy"), config=config, url=url) as client:
+                result = await client.call_tool("fn__noisy", {"text": "hi"})
+            assert not result.is_error, result.content
+            root = await receiver.wait_for_span(lambda s: s["name"] == "tools/call fn__noisy")
+        finally:
+            process.terminate()
+            with anyio.fail_after(30):
+                await process.wait()
+        text = (seen + await read_rest(stderr)).decode()
+        records = json_lines(text)
+        in_trace = {s["span_id"] for s in receiver.spans if s["trace_id"] == root["trace_id"]}
+    noisy = next(r for r in records if r["logger"] == "lockgate.test.noisy")
+    assert noisy["trace_id"] == root["trace_id"]
+    assert noisy["span_id"] in in_trace
+    assert noisy["level"] == "WARNING"
+    assert noisy["chars"] == 2
+    assert SECRET not in text
+    assert all({"timestamp", "level", "logger", "message"} <= set(r) for r in records)
+
+
+def test_stdio_writes_json_lines_too(tmp_path: Path) -> None:
+    config = noisy_config(tmp_path, f"http://127.0.0.1:{free_port()}")
+    argv = [*CLI, "stdio", "-c", str(config), "--log-format", "json"]
+    env = harness_env()
+    done = subprocess.run(
+        argv, input="", env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    records = json_lines(done.stderr)
+    assert records, done.stderr
+    assert any(r["logger"] == "gateway.telemetry" for r in records), records
