@@ -35,6 +35,7 @@ AUDITED: Final = (
     "resource.denied",
     "prompt.get",
     "prompt.denied",
+    "task.*",
     "lockgate.gap",
 )
 """What `AuditSink` logs by default (a gap entry shows where events were lost)."""

@@ -25,10 +25,22 @@ from gateway_faces import CLI, DOWNSTREAM_AUTHORIZATION, Face
 from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
+from paths import HARNESS
 from pydantic import BaseModel, ConfigDict
 
+TASKS_SERVER = str(HARNESS / "upstreams" / "tasks_server.py")
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+def tasks_upstream(era: str = "dual", name: str = "jobs") -> dict[str, Any]:
+    """Config entry for the tasks test server (`tasks_server.py`) over stdio."""
+    return {
+        "name": name,
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [TASKS_SERVER, "--era", era],
+    }
 
 
 class CreatedTask(types.Result):

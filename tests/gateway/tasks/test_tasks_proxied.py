@@ -4,28 +4,20 @@ faces, and an upstream of either era."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from gateway_faces import FACES, Face, serve_gateway
-from paths import HARNESS
 from support import write_config
-from tasks_client import call_as_task, modern, open_tasks_client, request, until_ended
-
-TASKS_SERVER = str(HARNESS / "upstreams" / "tasks_server.py")
-
-
-def tasks_upstream(era: str = "dual") -> dict[str, Any]:
-    """Config entry for the tasks test server over stdio."""
-    return {
-        "name": "jobs",
-        "transport": "stdio",
-        "command": sys.executable,
-        "args": [TASKS_SERVER, "--era", era],
-    }
+from tasks_client import (
+    call_as_task,
+    modern,
+    open_tasks_client,
+    request,
+    tasks_upstream,
+    until_ended,
+)
 
 
 @pytest.mark.parametrize("upstream_era", ["legacy", "modern"])
