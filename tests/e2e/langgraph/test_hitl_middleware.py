@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import graph_tools
 import pytest
 from langchain.agents import create_agent
@@ -19,7 +20,16 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from lg_support import AGENT_TOKENS, BACKENDS, OPS, OPS_TOKEN, THREAD, agent_of, interrupt_of
+from lg_support import (
+    AGENT_TOKENS,
+    BACKENDS,
+    OPS,
+    OPS_TOKEN,
+    THREAD,
+    agent_of,
+    interrupt_of,
+    rest,
+)
 from support import echo_upstream, write_config
 
 from gateway.adapters.langchain import GatewayToolkit
@@ -166,10 +176,13 @@ def toolkit(gateway: Gateway, gateway_url: str, backend: str) -> Toolkits:
 async def test_two_held_calls_of_a_turn_are_one_interrupt_and_one_reply_runs_only_the_approved(
     toolkit: Toolkits, gateway: Gateway
 ) -> None:
-    model = calling(("local__transfer", TO_A1), ("local__transfer", TO_B2))
+    model = calling(
+        ("local__transfer", TO_A1), ("echo__echo", {"text": "hi"}), ("local__transfer", TO_B2)
+    )
     async with toolkit() as kit:
         graph = agent(model, kit, await kit.aget_tools())
         state = await graph.ainvoke(USER, THREAD)
+        assert tool_messages(state)["c2"].content == "hi"  # allowed: ran, not asked about
         request = interrupt_of(state)
         ids = [about["approval_id"] for about in request["lockgate"]]
         assert [(a["name"], a["args"]) for a in request["action_requests"]] == [
@@ -195,7 +208,7 @@ async def test_two_held_calls_of_a_turn_are_one_interrupt_and_one_reply_runs_onl
     assert graph_tools.EXECUTED == [("transfer", {**TO_A1, "currency": "EUR"})]
     messages = tool_messages(state)
     assert (messages["c1"].status, messages["c1"].artifact["status"]) == ("success", "sent")
-    assert (messages["c2"].content, messages["c2"].status) == ("Not B2.", "error")
+    assert (messages["c3"].content, messages["c3"].status) == ("Not B2.", "error")
     assert state["messages"][-1].content == "done"
     assert model.calls == 2
     done = [await gateway.store.get(id) for id in ids]
@@ -270,3 +283,46 @@ async def test_a_host_without_an_approver_credential_decides_caller_rules_and_is
     assert transfer is not None
     assert (shipped.state, shipped.decided_by) == ("done", agent_of(backend).id)
     assert transfer.state == "pending"  # still the operator's to decide
+
+
+async def test_a_sync_agent_reviews_its_turn_through_the_toolkits_portal(gateway_url: str) -> None:
+    def run_agent() -> dict[str, Any]:
+        model = calling(("local__transfer", TO_A1), ("local__transfer", TO_B2))
+        with GatewayToolkit.from_url(
+            gateway_url, token=AGENT_TOKENS["http-modern"], approver_token=OPS_TOKEN
+        ) as kit:
+            graph = agent(model, kit, kit.get_tools())
+            request = interrupt_of(graph.invoke(USER, THREAD))
+            assert len(request["action_requests"]) == 2
+            reply = {"decisions": [{"type": "reject"}, {"type": "approve"}]}
+            state: dict[str, Any] = graph.invoke(Command(resume=reply), THREAD)
+            return state
+
+    state = await anyio.to_thread.run_sync(run_agent)
+    assert graph_tools.EXECUTED == [("transfer", {**TO_B2, "currency": "EUR"})]
+    assert tool_messages(state)["c1"].content == "The call was rejected by a reviewer."
+
+
+async def test_a_reply_of_the_wrong_length_is_asked_again_and_a_decision_on_record_first_wins(
+    toolkit: Toolkits, gateway_url: str
+) -> None:
+    model = calling(("local__transfer", TO_A1), ("local__transfer", TO_B2))
+    async with toolkit() as kit:
+        graph = agent(model, kit, await kit.aget_tools())
+        request = interrupt_of(await graph.ainvoke(USER, THREAD))
+        state = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), THREAD)
+        again = interrupt_of(state)
+        assert len(again["action_requests"]) == 2
+        assert (
+            "needs {'decisions': [...]} with 2 decision(s)"
+            in again["action_requests"][1]["description"]
+        )
+        first = request["lockgate"][0]["approval_id"]
+        decided = await rest(
+            gateway_url, "POST", f"/approvals/{first}/decision", {"decision": "deny"}
+        )
+        assert decided.status_code == 200
+        reply = {"decisions": [{"type": "approve"}, {"type": "approve"}]}
+        state = await graph.ainvoke(Command(resume=reply), THREAD)
+    assert graph_tools.EXECUTED == [("transfer", {**TO_B2, "currency": "EUR"})]
+    assert tool_messages(state)["c1"].status == "error"
