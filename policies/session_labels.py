@@ -13,7 +13,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["LABEL_NAME_RE", "SOURCES_PER_LABEL", "LabelSource", "SessionLabels", "label_problem"]
+__all__ = [
+    "LABEL_NAME_RE",
+    "SOURCES_PER_LABEL",
+    "LabelSource",
+    "SessionLabels",
+    "label_problem",
+    "merge_labels",
+]
 
 SOURCES_PER_LABEL: Final = 5
 """Calls remembered per label (the most recent ones)."""
@@ -130,3 +137,25 @@ class SessionLabels:
 
     def __repr__(self) -> str:
         return f"SessionLabels({sorted(self._sources)})"
+
+
+StoredLabels = Mapping[str, list[dict[str, Any]]]
+
+
+def merge_labels(
+    base: StoredLabels, mine: StoredLabels, theirs: StoredLabels
+) -> dict[str, list[dict[str, Any]]]:
+    """``theirs`` (the stored labels, `SessionLabels.to_json` form) plus what changed from
+    ``base`` to ``mine``: labels ``mine`` added or got new sources for are added, labels it
+    cleared are dropped (a label another replica brought in meanwhile stays)."""
+    out = {name: list(kept) for name, kept in theirs.items()}
+    for name in set(base) - set(mine):
+        out.pop(name, None)
+    for name, kept in mine.items():
+        old = {s["call_id"] for s in base.get(name, ())}
+        merged = out.setdefault(name, [])
+        seen = {s["call_id"] for s in merged}
+        merged.extend(s for s in kept if s["call_id"] not in old | seen)
+        merged.sort(key=lambda s: s["at"])
+        del merged[:-SOURCES_PER_LABEL]
+    return dict(sorted(out.items()))

@@ -16,6 +16,7 @@ from gateway.api.event_scopes import approver_scope, subscriber_scope
 from gateway.api.event_stream import Visible, events_endpoint
 from gateway.api.grants import GrantBody, grant_routes
 from gateway.api.pins import pin_routes
+from gateway.api.sessions import session_routes
 from gateway.approvals.access import may_see
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.holding import Holding
@@ -294,4 +295,5 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         Route("/api/events", events, methods=["GET"]),
         *pin_routes(gateway, lambda handler: _guard(auth, approver, handler)),
         *grant_routes(gateway, lambda handler: _guard(auth, approver, handler)),
+        *session_routes(gateway, lambda handler: _guard(auth, approver, handler)),
     ]

@@ -35,8 +35,8 @@ AUDITED: Final = (
     "resource.denied",
     "prompt.get",
     "prompt.denied",
-    "task.*",
     "lockgate.gap",
+    "session.labels_cleared",
 )
 """What `AuditSink` logs by default (a gap entry shows where events were lost)."""
 RETRY_FIRST: Final = 0.2

@@ -43,6 +43,7 @@ EventType = Literal[
     "task.created",
     "task.status",
     "task.completed",
+    "session.labels_cleared",
     "lockgate.gap",
     "lockgate.reset",
 ]

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from policies.session import HISTORY_LIMIT, SessionState
+from policies.session_labels import merge_labels
 
 __all__ = ["merge"]
 
@@ -63,4 +64,5 @@ def merge(
         "groups": sorted(set(t["groups"]) | (set(m["groups"]) - set(b["groups"]))),
         "variables": _changes(b["variables"], m["variables"], t["variables"]),
         "history": (t["history"] + appended)[-HISTORY_LIMIT:],
+        "labels": merge_labels(b["labels"], m["labels"], t["labels"]),
     }

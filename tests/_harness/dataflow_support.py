@@ -75,3 +75,23 @@ def sent(tmp_path: Path) -> str:
     """What the dataflow server's ``send`` tool sent so far."""
     path = tmp_path / "workspace" / "sent.txt"
     return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+AGENT_TOKEN: Final = "dataflow-agent-token"
+APPROVER: Final = "user:alice"
+APPROVER_TOKEN: Final = "dataflow-approver-token"
+
+
+def served_config(tmp_path: Path, policy: str = TRIFECTA_POLICY) -> Path:
+    """`dataflow_config` with tokens (agent ``agent:bot``, approver ``user:alice``), SQLite
+    approvals and the audit log in ``tmp_path``."""
+    return dataflow_config(
+        tmp_path,
+        policy,
+        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
+        auth={
+            "agents": [{"id": "agent:bot", "token": AGENT_TOKEN}],
+            "approvers": [{"id": APPROVER, "token": APPROVER_TOKEN, "roles": ["approver"]}],
+        },
+        events={"audit": {"path": str(tmp_path / "audit.db")}},
+    )
