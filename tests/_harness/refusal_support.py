@@ -35,8 +35,9 @@ class Served:
     url: str
 
 
-def refusal_config(directory: Path, **approvals: Any) -> Path:
-    """The suite's gateway config in ``directory`` (``approvals``: extra approvals options)."""
+def refusal_config(directory: Path, *, echo: dict[str, Any] | None = None, **sections: Any) -> Path:
+    """The suite's gateway config in ``directory`` (``echo``: options of the echo server's
+    entry; ``sections``: more config sections, ``approvals`` merged into memory approvals)."""
     recorder = {
         "name": "recorder",
         "transport": "stdio",
@@ -44,11 +45,13 @@ def refusal_config(directory: Path, **approvals: Any) -> Path:
         "args": [str(RECORDER), "--log", str(directory / "executions.jsonl")],
     }
     faulty = {"name": "faulty", "command": sys.executable, "args": [str(FAULTY)]}
+    approvals = {"store": "memory", **sections.pop("approvals", {})}
     return write_config(
         directory,
-        [recorder, echo_upstream(), faulty],
+        [recorder, echo_upstream(**(echo or {})), faulty],
         policies={"files": [str(POLICY)]},
-        approvals={"store": "memory", **approvals},
+        approvals=approvals,
+        **sections,
     )
 
 
