@@ -139,6 +139,9 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("docs/clients.md", "npx @modelcontextprotocol/inspector"): "the MCP Inspector is a "
     "browser UI that runs until stopped",
     ("docs/clients.md", "from pydantic_ai import Agent"): "needs an OpenAI API key",
+    ("docs/approvals.md", "from langchain.agents import create_agent"): "needs a chat model "
+    "that calls tools (`model` is the reader's); the same agent runs with a scripted model in "
+    "tests/e2e/langgraph/test_hitl_middleware.py",
     ("docs/clients.md", "from gateway.adapters import RemoteGateway"): "needs an OpenAI "
     "client and key (`openai_client`, `MODEL`, `messages` are the reader's)",
     ("docs/getting-started.md", "./scripts/test"): "runs the whole suite, this test among it",
