@@ -26,6 +26,7 @@ def traced_config(
     """A gateway config exporting every span at once (batches every 50 ms) to ``endpoint``."""
     telemetry = {"endpoint": endpoint, "service_name": "lockgate-test", "schedule_delay": 0.05}
     servers = [echo_upstream()] if servers is None else servers
+    sections.setdefault("startup_wait", 30)  # a loaded machine: the upstream connects late
     return write_config(directory, servers, telemetry=telemetry, **sections)
 
 
