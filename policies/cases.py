@@ -44,6 +44,9 @@ class PastCall(_Strict):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     ok: bool = Field(True, description="Its result was not an error (counts in succeeded).")
+    annotations: dict[str, Any] | None = Field(
+        None, description="Its tool's MCP annotations (labels derive from them)."
+    )
 
 
 class SessionSpec(_Strict):
@@ -72,11 +75,15 @@ class _OrCalls:
         return {"anyOf": [calls, handler(schema)]}
 
 
-def session_state(spec: SessionSpec) -> SessionState:
-    """The `SessionState` ``spec`` describes."""
+def session_state(spec: SessionSpec, engine: PolicyEngine | None = None) -> SessionState:
+    """The `SessionState` ``spec`` describes; with ``engine``, its calls that succeeded add
+    their tools' source labels as in the gateway."""
     state = SessionState(spec.id)
-    for past in spec.calls:
+    for index, past in enumerate(spec.calls, start=1):
         state.record(past.tool, past.args, ok=past.ok)
+        if engine is not None and past.ok:
+            tool = tool_for(past.tool, None, past.annotations)
+            engine.labels.add_to(state, tool, call_id=f"earlier-{index}", at=float(index))
     for group in spec.groups:
         state.load_group(group)
     for name, value in spec.variables.items():
@@ -192,7 +199,7 @@ def tool_for(
 def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
     """Decide ``call`` with ``engine``."""
     principal = Principal(id=call.principal, roles=frozenset(call.roles), claims=call.claims)
-    session = session_state(call.session)
+    session = session_state(call.session, engine)
     if call.tool is None:
         return _evaluate_resource(engine, call, principal, session)
     tool = tool_for(call.tool, call.server, call.annotations, call.flags)

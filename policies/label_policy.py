@@ -15,6 +15,7 @@ from typing import Final
 
 from policies.rules import CompiledRule
 from policies.session import SessionState
+from policies.session_labels import LabelSource
 from policies.tool_labels import LabelRule, ServerLabels, ToolLabeller, ToolLabels
 from toolsets.call_labels import CallLabels
 from toolsets.decision import Decision
@@ -80,6 +81,22 @@ class LabelPolicy:
         return dataclasses.replace(
             decision, labels=call, reason=decision.reason + suffix, message=message
         )
+
+    def add_to(
+        self,
+        session: SessionState,
+        tool: ToolDef,
+        *,
+        call_id: str,
+        at: float,
+        server: ServerLabels | None = None,
+    ) -> frozenset[str]:
+        """Add ``tool``'s source labels to ``session`` as a succeeded call ``call_id`` would
+        (explanations, test cases and replays rebuild sessions so); returns the new ones."""
+        sources = self.tool_labels(tool, server).sources
+        if not sources:
+            return frozenset()
+        return session.add_labels(sources, LabelSource(call_id=call_id, tool=tool.name, at=at))
 
     def explain(self, tool: ToolDef, server: ServerLabels | None = None) -> list[str]:
         """Lines telling where ``tool``'s labels come from (for ``policy explain``)."""

@@ -12,10 +12,18 @@ from typing import Any, TypeAlias
 from pydantic import ValidationError
 
 from gateway.cli.errors import UsageError
-from policies.cases import CallSpec, SessionSpec, evaluate, run_case_file, session_state
+from policies.cases import (
+    CallSpec,
+    SessionSpec,
+    evaluate,
+    run_case_file,
+    session_state,
+    tool_for,
+)
 from policies.engine import PolicyEngine
 from policies.explain import decision_json, decision_text
 from policies.explain_gates import gate_statuses
+from policies.explain_labels import label_json, label_lines
 from toolsets.errors import ConfigError
 from toolsets.upstream.flags import FLAGS
 
@@ -126,12 +134,18 @@ def _explain(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _report(exc)
     decision = evaluate(engine, call)
-    session = session_state(call.session) if args.session is not None else None
+    session = session_state(call.session, engine) if args.session is not None else None
     gates = gate_statuses(engine, call.tool, decision, session) if call.tool is not None else []
+    tool = tool_for(call.tool, call.server, call.annotations, call.flags) if call.tool else None
     if args.json:
-        print(json.dumps(decision_json(engine, decision, call.flags, gates=gates), indent=2))
+        shown = decision_json(engine, decision, call.flags, gates=gates)
+        if tool is not None:
+            shown["labels"] = label_json(engine, tool, session)
+        print(json.dumps(shown, indent=2))
     else:
         print(decision_text(engine, decision, call.flags, gates=gates))
+        for line in label_lines(engine, tool, session) if tool is not None else ():
+            print(line)
     return EXIT_OK
 
 
