@@ -101,7 +101,7 @@ async def test_task_events_reach_the_bus_and_the_audit_log(tmp_path: Path, face:
                     break
             plain = await request(client, "tasks/get", task_id)
     assert ended["status"] == "completed"
-    assert [e.type for e in seen][0] == "task.created"
+    assert next(e.type for e in seen) == "task.created"
     assert seen[-1].data == {**seen[-1].data, "status": "completed", "quarantined": False}
     assert {e.data["task_id"] for e in seen} == {task_id}
     assert all(e.data["principal"] == "anonymous" for e in seen)
