@@ -64,13 +64,14 @@ class ConfiguredInspector:
         ``redact``."""
         return self.actions.get(kind) or suggested or self.actions.get("*") or "redact"
 
+    def cached(self, text: str, direction: Direction) -> Scan | None:
+        """The scan of ``text`` on ``direction`` if this inspector made it lately."""
+        return self.cache.get(ScanCache.key(direction, text))
+
     async def scan(self, text: str, request: ScanRequest) -> Scan:
-        """The scan of ``text``, from the cache when this text was scanned on this side."""
-        key = ScanCache.key(request.direction, text)
-        scan = self.cache.get(key)
-        if scan is None:
-            scan = await self.scanner.scan(text, request)
-            self.cache.put(key, scan)
+        """Scan ``text`` (and keep the scan in the cache)."""
+        scan = await self.scanner.scan(text, request)
+        self.cache.put(ScanCache.key(request.direction, text), scan)
         return scan
 
 
@@ -183,12 +184,19 @@ class Inspection:
         found = _Found(direction)
         request = ScanRequest(tool=tool.name, direction=direction, principal=ctx.principal.id)
         for inspector in self._for(tool, direction):
+            scans = [(path, text, inspector.cached(text, direction)) for path, text in texts]
             try:
-                with anyio.fail_after(inspector.timeout):
-                    for path, text in texts:
-                        found.add(inspector, path, await inspector.scan(text, request))
+                if any(scan is None for _, _, scan in scans):  # the timer only when it scans
+                    with anyio.fail_after(inspector.timeout):
+                        scans = [
+                            (path, text, scan or await inspector.scan(text, request))
+                            for path, text, scan in scans
+                        ]
             except TimeoutError:
                 found.failed(inspector, tool, f"no answer within {inspector.timeout:g}s")
             except InspectorFailed as exc:
                 found.failed(inspector, tool, str(exc))
+            for path, _, scan in scans:
+                if scan is not None:
+                    found.add(inspector, path, scan)
         return found

@@ -94,7 +94,7 @@ async def test_a_slow_inspector_is_cut_off_at_its_timeout_and_the_call_goes_as_o
             _, control = await _timed(client, "rec__record_free", "swordfish")  # not inspected
             result, took = await _timed(client, "rec__record", "swordfish")
     assert len(inspector.requests) == 1  # it was asked, and never answered in time
-    assert TIMEOUT <= took < control + TIMEOUT + 2.0
+    assert TIMEOUT <= took < 2 * control + TIMEOUT + 2.0
     if on_error == "fail_closed":
         assert result.is_error
         assert "could not inspect the arguments (no answer within 0.5s)" in text_of(result)
