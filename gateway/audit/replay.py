@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from gateway.audit.log import AuditEntry
+from gateway.audit.replay_labels import newly_held, recorded_labels
 from gateway.config.servers import EXTERNAL_SERVER
 from gateway.events.redact import MASK
 from gateway.resources.policy_guard import RESOURCE_READ
@@ -32,6 +33,7 @@ from gateway.sessions import session_key
 from gateway.sessions.group_loaders import LOADER_PREFIX, LOADER_SERVER
 from policies.engine import PolicyEngine
 from policies.session import SessionState
+from policies.tool_labels import ServerLabels
 from toolsets.context import CallContext, Principal
 from toolsets.decision import DEFAULT_APPROVAL, EFFECT_RANK, Decision
 from toolsets.tooldef import ToolDef
@@ -82,6 +84,7 @@ class RecordedCall:
         args: The arguments as recorded (redacted where rules said so).
         effect: The recorded effect; ``rule_id`` the recorded winning rule.
         redacted: Whether some argument value was masked before it was recorded.
+        labels: The tool's labels its decision recorded (the replay's base labels), if any.
     """
 
     seq: int
@@ -94,6 +97,7 @@ class RecordedCall:
     effect: str
     rule_id: str | None
     redacted: bool
+    labels: ServerLabels | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,6 +135,7 @@ class ReplayReport:
         first, last: Times of the first and last replayed call (None: no call).
         skipped: Decision entries that could not be read as a call.
         notes: What the replay could not know.
+        held: The calls the new policy holds (``ask``) and the recorded decision did not.
     """
 
     rows: tuple[DiffRow, ...]
@@ -141,6 +146,7 @@ class ReplayReport:
     last: str | None
     skipped: int
     notes: tuple[str, ...]
+    held: tuple[dict[str, Any], ...] = ()
 
     def to_json(self, *, everything: bool = False) -> dict[str, Any]:
         """JSON-ready data; ``rows`` holds the changed rows only unless ``everything``."""
@@ -165,6 +171,7 @@ class ReplayReport:
                 for r in rows
             ],
             "notes": list(self.notes),
+            "newly_held": list(self.held),
         }
 
 
@@ -208,6 +215,7 @@ def recorded_call(entry: AuditEntry) -> RecordedCall | None:
         effect=effect,
         rule_id=_text(decision, "rule_id"),
         redacted=_masked(args),
+        labels=recorded_labels(decision),
     )
 
 
@@ -238,6 +246,7 @@ class _Replayer:
     first: str | None = None
     last: str | None = None
     skipped: int = 0
+    now_held: list[dict[str, Any]] = field(default_factory=list)
 
     def feed(self, entry: AuditEntry) -> None:
         if self.held:
@@ -280,7 +289,9 @@ class _Replayer:
     def decide(self, call: RecordedCall) -> Decision:
         """The new policy's decision, as the gateway's decider would make it."""
         state = self._session(call)
-        decision = self.engine.evaluate_call(call.tool, call.args, call.principal, state)
+        decision = self.engine.evaluate_call(
+            call.tool, call.args, call.principal, state, call.labels
+        )
         if decision.effect == "allow" and call.tool.server == EXTERNAL_SERVER:
             return replace(decision, effect="defer")  # external tools are answered by workers
         return decision
@@ -288,6 +299,8 @@ class _Replayer:
     def _count(self, call: RecordedCall, decision: Decision) -> None:
         key = (call.tool.name, call.effect, decision.effect, decision.rule_id)
         self.tally[key] += 1
+        if decision.effect == "ask" and call.effect != "ask":
+            self.now_held.append(newly_held(call, decision))
         self.redacted[key] += call.redacted
         self.first = self.first or call.ts
         self.last = call.ts
@@ -303,6 +316,9 @@ class _Replayer:
         state = self._session(call)
         state.record(call.tool.name, call.args, ok=ok)
         tool = call.tool
+        if ok:  # as the gateway did: the tool's source labels enter the session
+            labels = self.engine.labels
+            labels.add_to(state, tool, call_id=call.call_id or "", at=0.0, server=call.labels)
         if ok and tool.server == LOADER_SERVER and tool.name.startswith(LOADER_PREFIX):
             state.load_group(tool.name.removeprefix(LOADER_PREFIX))  # as the loader did
 
@@ -341,6 +357,7 @@ class _Replayer:
             last=self.last,
             skipped=self.skipped,
             notes=tuple(notes),
+            held=tuple(self.now_held),
         )
 
 

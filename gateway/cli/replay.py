@@ -137,6 +137,11 @@ def _text(
         lines.extend(_table(rows))
     elif not everything:
         lines.append("no decision changes")
+    lines.extend(
+        f"now held: {held['ts']} {held['tool']} (call {held['call_id']}, session "
+        f"{held['session_id']}): {held['reason']}"
+        for held in report.held
+    )
     changes = _changes(report.rows)
     lines.append(
         f"total: {report.calls} calls, {report.changed} changed{changes}, "
