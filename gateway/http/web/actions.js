@@ -42,7 +42,7 @@ export function updateControls(node, call) {
   const now = mayDecideNow(call);
   const voted = hasVoted(call);
   for (const selector of APPROVING) node.querySelector(selector).disabled = !now.ok || voted;
-  for (const selector of [".deny", ".respond"]) node.querySelector(selector).disabled = !now.ok;
+  for (const selector of [".deny", ".deny-message", ".respond"]) node.querySelector(selector).disabled = !now.ok;
   show(node, ".break-glass-open", mayBreakGlass(call));
   node.querySelector(".blocked").textContent = now.why;
   node.querySelector(".blocked").hidden = now.ok;
@@ -94,6 +94,31 @@ function grantBody(node, scope) {
   return { decision: "approve", grant: { scope: "tool", duration: seconds, principal } };
 }
 
+// The message and edit boxes open on demand (a compact card): `which` is "message" or "edit".
+export function openArea(node, which, open = true) {
+  const area = node.querySelector("." + which + "-area");
+  const toggle = node.querySelector(".open-" + which);
+  if (!area || !toggle || toggle.hidden) return;
+  area.hidden = !open;
+  toggle.setAttribute("aria-expanded", String(open));
+  if (open) area.querySelector(which === "edit" ? "textarea" : "input").focus();
+  else toggle.focus();
+}
+
+function setUpAreas(node, call) {
+  const offered = (d) => call.decisions.includes(d);
+  show(node, ".open-message", offered("deny") || offered("respond"));
+  show(node, ".open-edit", offered("edit"));
+  show(node, ".deny-message", offered("deny"));
+  for (const which of ["message", "edit"]) {
+    node.querySelector(".open-" + which).addEventListener("click", () =>
+      openArea(node, which, node.querySelector("." + which + "-area").hidden));
+    node.querySelector("." + which + "-area").addEventListener("keydown", (event) => {
+      if (event.key === "Escape") { event.preventDefault(); openArea(node, which, false); }
+    });
+  }
+}
+
 // Wires the card `node` of `call`; `done` is told the outcome:
 // { decided(call, extra), voted(call), check(id) }.
 export function wire(node, call, done) {
@@ -107,8 +132,9 @@ export function wire(node, call, done) {
       } catch (e) { showError("Edited arguments are not valid JSON: " + e.message); }
     });
   }
-  show(node, ".edit-area", call.decisions.includes("edit"));
-  show(node, ".message-area", call.decisions.includes("deny") || call.decisions.includes("respond"));
+  node.querySelector(".deny-message").addEventListener("click",
+    () => decide(node, call, body(node, "deny"), {}, done));
+  setUpAreas(node, call);
   setUpGrants(node, call);
   node.querySelector(".grant-session").addEventListener("click",
     () => decide(node, call, grantBody(node, "session"), { grant_scope: "session" }, done));

@@ -4,6 +4,7 @@ import { api, ApiError, forgetToken, keepToken, showError, token } from "./api.j
 import { applyFilters, clearFilters, forgetSeen, initFilters } from "./filters.js";
 import { clearGrants, loadGrants, onGrantEvent, tickGrants } from "./grants.js";
 import { clearInbox, loadHistory, onApprovalEvent, refreshLabels, sync, tick } from "./inbox.js";
+import { initKeys } from "./keys.js";
 import { setViewer, withRoles } from "./people.js";
 import { clearPins, refreshPins } from "./pins.js";
 import { follow } from "./stream.js";
@@ -105,6 +106,7 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("logout").addEventListener("click", () => signOut());
   initFilters();
+  initKeys();
   applyFilters();
   signedIn(Boolean(token()));
   start();

@@ -21,7 +21,25 @@ const path = (id) => "/api/approvals/" + encodeURIComponent(id);
 
 function updateEmpty() {
   $("empty").hidden = pending.size > 0;
+  document.title = (pending.size ? "(" + pending.size + ") " : "") + "lockgate approvals";
   applyFilters();
+}
+
+// Runs `change` (which adds or removes cards) without moving the card the approver is on: the
+// one holding the focus, else the first one in view, stays where it was on the screen.
+function steady(change) {
+  const focused = document.activeElement?.closest("li.call, li.past");
+  const anchor = focused || [...$("calls").children].find((n) => n.getBoundingClientRect().bottom > 0);
+  const before = anchor?.getBoundingClientRect().top;
+  change();
+  if (!anchor?.isConnected || before === undefined) return;
+  const shift = anchor.getBoundingClientRect().top - before;
+  if (!shift) return;
+  // A short page cannot scroll far enough: the spacer at its end makes the room.
+  const room = document.documentElement.scrollHeight - window.innerHeight - window.scrollY;
+  const spacer = $("spacer");
+  if (shift > room) spacer.style.height = spacer.offsetHeight + shift - room + "px";
+  window.scrollBy(0, shift);
 }
 
 function addPending(call) {
@@ -33,7 +51,7 @@ function addPending(call) {
   // Newest first, as the API lists them.
   const list = $("calls");
   const after = [...list.children].find((n) => pending.get(n.dataset.id)?.call.created_at < call.created_at);
-  list.insertBefore(node, after || null);
+  steady(() => list.insertBefore(node, after || null));
   announce("New call waiting: " + call.tool + " for " + call.principal);
   updateEmpty();
 }
@@ -152,6 +170,7 @@ export function onApprovalEvent(type, data, time) {
 }
 
 export function clearInbox() {
+  $("spacer").style.height = "0";
   pending.clear();
   decided.clear();
   $("calls").replaceChildren();

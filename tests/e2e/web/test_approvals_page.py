@@ -49,6 +49,7 @@ async def test_a_deny_from_the_page_reaches_the_model_as_the_approvers_message(
     async with calls(site.gateway) as held_calls:
         held_calls.start("nope")
         item = await _only_card(page, site)
+        await item.locator("button.open-message").click()
         await item.locator("input.message").fill("Not today, ask again tomorrow.")
         await item.locator("button.deny").click()
         await expect(item).to_have_count(0)
@@ -69,6 +70,7 @@ async def test_a_respond_from_the_page_is_the_result_the_model_reads_and_nothing
         await expect(item.locator(".reason")).to_have_text("echo <b>needs</b> a human")
         assert await page.locator("li.call img").count() == 0
         id = await item.get_attribute("data-id")
+        await item.locator("button.open-message").click()
         await item.locator("input.message").fill("The file is already there.")
         await item.locator("button.respond").click()
         await expect(page.locator(f"#history-list [data-id='{id}'] .outcome")).to_have_text(
@@ -120,7 +122,9 @@ async def test_a_deny_message_being_typed_survives_a_second_call_arriving_live(
     async with calls(site.gateway) as held_calls:
         held_calls.start(first, "agent:planner")
         await _only_card(page, site)
+        await card(page, first).locator("button.open-message").click()
         message = card(page, first).locator("input.message")
+        await expect(message).to_be_focused()  # the box opens on demand, ready to type
         await message.fill("Not this one, ")
         typed_into = await message.element_handle()
         held_calls.start(second, "agent:mailer")
@@ -149,6 +153,7 @@ async def test_edited_arguments_being_typed_survive_a_second_call_and_are_what_r
     async with calls(site.gateway) as held_calls:
         held_calls.start(draft, "agent:planner")
         await _only_card(page, site)
+        await card(page, draft).locator("button.open-edit").click()
         edits = card(page, draft).locator("textarea.edit-args")
         await edits.fill('{"text": "final"}')
         held_calls.start(other, "agent:planner")
@@ -207,6 +212,7 @@ async def test_the_filter_hides_and_shows_items_without_rebuilding_them(
         held_calls.start(two, "agent:mailer")
         await sign_in(page, site.url)
         await expect(page.locator("li.call")).to_have_count(2, timeout=15_000)
+        await card(page, one).locator("button.open-message").click()
         await card(page, one).locator("input.message").fill("kept while hidden")
         await page.fill("#filter", "MAILER")
         await expect(card(page, one)).to_be_hidden()
@@ -230,6 +236,7 @@ async def test_the_edit_box_shows_invisible_characters_as_escapes_that_parse_bac
     async with calls(site.gateway) as held_calls:
         held_calls.start(sneaky)
         item = await _only_card(page, site)
+        await item.locator("button.open-edit").click()
         edits = item.locator("textarea.edit-args")
         shown = await edits.input_value()
         for escape in ("\\u200b", "\\u202e", "\\udb40\\udc41"):

@@ -77,6 +77,9 @@ async def test_editing_shows_what_changes_against_the_requested_arguments_escape
         await sign_in(page, site.url)
         item = card(page, text)
         edits, diff = item.locator("textarea.edit-args"), item.locator(".edit-diff li")
+        await expect(edits).to_be_hidden()  # a compact card: the edit box opens on demand
+        await item.locator("button.open-edit").click()
+        await expect(edits).to_be_focused()
         await expect(item.locator(".edit-diff")).to_be_hidden()
         await edits.fill('{"text": "<b>after</b>\\u202e", "extra": [1]}')
         await expect(diff).to_have_count(2)

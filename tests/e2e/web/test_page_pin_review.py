@@ -15,7 +15,7 @@ async def test_a_planted_injection_shows_as_new_flags_and_inserted_words_and_sta
     site: Site, page: Page
 ) -> None:
     gateway = site.gateway
-    assert await gateway.wait_ready(60)  # the first test of the module: the upstream may be starting
+    assert await gateway.wait_ready(60)  # the module's first test: the upstream may be starting
     async with gateway.events.subscribe(["tool.pin_changed"]) as changes:
         await gateway.call_tool("e__rug_pull", {"part": "injection"})
         await anext(changes)
