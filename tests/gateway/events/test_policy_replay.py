@@ -214,6 +214,7 @@ def test_json_output_carries_the_rows_totals_and_notes(
             row("crm__get_record", "allow", "deny", "three-calls-then-no-reads"),
             row("crm__purge", "deny", "allow", None),
         ],
+        "newly_held": [],
     }
     assert len(data["notes"]) == 3
 
