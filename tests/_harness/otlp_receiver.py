@@ -142,6 +142,7 @@ class OTLPReceiver:
         self._closing = anyio.Event()
         self._server: uvicorn.Server | None = None
         self._tasks: TaskGroup | None = None
+        self._socket: socket.socket | None = None
 
     @property
     def app(self) -> Starlette:
@@ -198,7 +199,7 @@ class OTLPReceiver:
         return Response(body, media_type="application/x-protobuf")
 
     async def __aenter__(self) -> OTLPReceiver:
-        sock = socket.create_server(("127.0.0.1", 0))
+        self._socket = sock = socket.create_server(("127.0.0.1", 0))
         self.endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
         config = uvicorn.Config(self.app, log_level="warning", lifespan="off")
         self._server = server = uvicorn.Server(config)
@@ -219,4 +220,8 @@ class OTLPReceiver:
         assert self._tasks is not None
         self._closing.set()
         self._server.should_exit = True
-        return await self._tasks.__aexit__(exc_type, exc, tb)
+        try:
+            return await self._tasks.__aexit__(exc_type, exc, tb)
+        finally:
+            if self._socket is not None:
+                self._socket.close()
