@@ -4,7 +4,7 @@ an external HTTP inspector, or Microsoft Presidio)."""
 from __future__ import annotations
 
 import importlib.util
-from typing import Annotated, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -15,7 +15,6 @@ __all__ = [
     "PRESIDIO_INSTALL",
     "InspectorAction",
     "InspectorConfig",
-    "InspectorName",
 ]
 
 BUILTIN_DETECTORS: tuple[str, ...] = (
@@ -30,7 +29,6 @@ BUILTIN_DETECTORS: tuple[str, ...] = (
 """Every built-in detector; each finding's kind is its detector's name."""
 
 InspectorAction = Literal["allow", "label", "redact", "ask", "deny"]
-InspectorName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=40)]
 PRESIDIO_INSTALL = "pip install 'lockgate[presidio]'"
 
 

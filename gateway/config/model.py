@@ -13,7 +13,7 @@ from pydantic.json_schema import SkipJsonSchema
 from gateway.config._strict import Strict
 from gateway.config.auth import AuthConfig
 from gateway.config.events import EventsConfig
-from gateway.config.inspectors import InspectorConfig, InspectorName
+from gateway.config.inspectors import InspectorConfig
 from gateway.config.listen import ListenConfig
 from gateway.config.logging import LoggingConfig
 from gateway.config.scripts import HookConfig, SandboxConfig
@@ -95,7 +95,7 @@ class GatewayConfig(Strict):
     )
     sandbox: SandboxConfig = SandboxConfig()
     logging: LoggingConfig = LoggingConfig()
-    inspectors: dict[InspectorName, InspectorConfig] = Field(
+    inspectors: dict[str, InspectorConfig] = Field(
         default_factory=dict,
         description="Content inspection of tool arguments and results, by name.",
     )
