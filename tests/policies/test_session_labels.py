@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policies.session import SessionState
-from policies.session_labels import SOURCES_PER_LABEL, LabelSource
+from policies.session_labels import SOURCES_PER_LABEL, LabelSource, merge_labels
 
 
 def _source(n: int, tool: str = "web__fetch") -> LabelSource:
@@ -61,3 +61,18 @@ def test_clearing_drops_the_named_labels_or_all() -> None:
     assert state.labels == {"untrusted"}
     assert state.clear_labels() == {"untrusted"}
     assert state.labels == frozenset()
+
+
+def test_replicas_merge_labels_added_on_each_and_keep_a_cleared_one_cleared() -> None:
+    base = SessionState("s")
+    base.add_labels({"private", "untrusted"}, _source(1, "files__read"))
+    mine, theirs = SessionState.from_json(base.to_json()), SessionState.from_json(base.to_json())
+    mine.clear_labels({"private"})
+    mine.add_labels({"untrusted"}, _source(2, "web__fetch"))
+    theirs.add_labels({"secret"}, _source(3, "vault__get"))
+    merged = merge_labels(
+        base.to_json()["labels"], mine.to_json()["labels"], theirs.to_json()["labels"]
+    )
+    state = SessionState.from_json({"id": "s", "labels": merged})
+    assert state.labels == {"untrusted", "secret"}
+    assert [s.call_id for s in state.label_book.sources("untrusted")] == ["c1", "c2"]
