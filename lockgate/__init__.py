@@ -2,8 +2,9 @@
 
 ``from lockgate import Gateway`` always works. The LangChain names need the extra
 (``pip install 'lockgate[langchain]'``) and are imported on first use:
-``human_in_the_loop``, ``human_in_the_loop_async`` (`gateway.adapters.human_in_the_loop`) and
-``GatewayToolkit`` (`gateway.adapters.langchain`).
+``human_in_the_loop``, ``human_in_the_loop_async`` (`gateway.adapters.human_in_the_loop`),
+``GatewayToolkit`` (`gateway.adapters.langchain`) and ``LockgateMiddleware``
+(`gateway.adapters.middleware`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,17 @@ from typing import Any
 
 from gateway import Gateway
 
-__all__ = ["Gateway", "GatewayToolkit", "human_in_the_loop", "human_in_the_loop_async"]
+__all__ = [
+    "Gateway",
+    "GatewayToolkit",
+    "LockgateMiddleware",
+    "human_in_the_loop",
+    "human_in_the_loop_async",
+]
 
 _LAZY = {
     "GatewayToolkit": "gateway.adapters.langchain",
+    "LockgateMiddleware": "gateway.adapters.middleware",
     "human_in_the_loop": "gateway.adapters.human_in_the_loop",
     "human_in_the_loop_async": "gateway.adapters.human_in_the_loop",
 }

@@ -9,7 +9,9 @@ extras (``import gateway`` works without them):
   Completions and the Responses API, and running the model's tool calls.
 - `gateway.adapters.langchain` (``pip install 'lockgate[langchain]'``): `GatewayToolkit`,
   LangChain tools whose held calls pause a LangGraph graph with ``interrupt()``; and
-  `gateway.adapters.human_in_the_loop`, the ``human_in_the_loop`` decorators.
+  `gateway.adapters.human_in_the_loop`, the ``human_in_the_loop`` decorators; and
+  `gateway.adapters.middleware`, `LockgateMiddleware` for LangChain 1.x ``create_agent``: one
+  review of a model turn's held calls, in ``HumanInTheLoopMiddleware``'s shape.
 
 This package exports what they all speak, which needs no extra: the `GatewayClient` protocol, its
 backends `InProcessGateway` (a running gateway in this process) and `RemoteGateway` (MCP and

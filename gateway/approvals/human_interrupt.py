@@ -136,7 +136,7 @@ def read_response(value: Any, *, action: str) -> ReviewAnswer:
     if not isinstance(value, Mapping) or not isinstance(value.get("type"), str):
         raise InvalidHumanResponse(
             "a response is an object with a 'type' (accept, edit, response, ignore; or "
-            f"approve, edit, reject), not {type(value).__name__}"
+            f"approve, edit, reject, respond), not {type(value).__name__}"
         )
     answer = _answer(value["type"], value, action)
     return replace(answer, given=value["type"])

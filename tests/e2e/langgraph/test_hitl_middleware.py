@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio.to_thread
 import graph_tools
+import httpx2
 import pytest
 from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -32,6 +33,7 @@ from lg_support import (
 )
 from support import echo_upstream, write_config
 
+import lockgate
 from gateway.adapters.langchain import GatewayToolkit
 from gateway.adapters.middleware import LockgateMiddleware
 from gateway.gateway import Gateway
@@ -326,3 +328,24 @@ async def test_a_reply_of_the_wrong_length_is_asked_again_and_a_decision_on_reco
         state = await graph.ainvoke(Command(resume=reply), THREAD)
     assert graph_tools.EXECUTED == [("transfer", {**TO_B2, "currency": "EUR"})]
     assert tool_messages(state)["c1"].status == "error"
+
+
+async def test_only_the_calling_agent_may_post_a_caller_decision(
+    gateway: Gateway, gateway_url: str
+) -> None:
+    kit = GatewayToolkit.from_gateway(gateway, principal=agent_of("http-legacy"))
+    graph = agent(calling(("local__ship", PARCEL)), kit, await kit.aget_tools())
+    assert isinstance(LockgateMiddleware(kit), lockgate.LockgateMiddleware)
+    (about,) = interrupt_of(await graph.ainvoke(USER, THREAD))["lockgate"]
+    path = f"/api/approvals/{about['approval_id']}/caller-decision"
+
+    async def post(token: str) -> httpx2.Response:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx2.AsyncClient(base_url=gateway_url, timeout=30) as http:
+            return await http.post(path, json={"decision": "approve"}, headers=headers)
+
+    other, approver = await post(AGENT_TOKENS["http-modern"]), await post(OPS_TOKEN)
+    assert (other.status_code, approver.status_code) == (404, 403)
+    mine = await post(AGENT_TOKENS["http-legacy"])
+    assert (mine.status_code, mine.json()["state"]) == (200, "approved")
+    assert graph_tools.EXECUTED == []  # approved; it runs when the agent resumes
