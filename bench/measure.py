@@ -66,7 +66,19 @@ async def connect(
             if spawned and target.label == "gateway" and (kids := children(spawned[0])):
                 pids["upstream"] = kids[0]
             target = Target(target.label, target.transport, target.server, target.prefix, pids)
+        await until_listed(client, target.tool("echo"))
         yield client, target
+
+
+async def until_listed(client: Client, tool: str, timeout: float = 60.0) -> None:
+    """Wait until ``tool`` is listed: a gateway serves before its upstream is up, and a loaded
+    machine can take seconds to start that upstream (a call before answers "Unknown tool")."""
+    with anyio.fail_after(timeout):
+        while True:  # the remote process says nothing when it is ready: ask it
+            listed = await client.list_tools(cache_mode="bypass")
+            if tool in {t.name for t in listed.tools}:
+                return
+            await anyio.sleep(0.1)
 
 
 async def call_latencies(

@@ -19,7 +19,9 @@ __all__ = [
 
 MASK: Final = "[REDACTED]"
 MEMO_MIN: Final = 1024
-"""Strings at least this long are masked once per `redact` call, however often they recur."""
+"""Strings at least this long are masked once per `redact` call, however often they recur
+(the first `MEMO_ITEMS` distinct ones)."""
+MEMO_ITEMS: Final = 8
 
 SENSITIVE_KEYS: Final = frozenset(
     {
@@ -76,6 +78,7 @@ _SET_MAX: Final = 256
 """Strings up to this long are pre-checked as a set of characters, longer ones by ``memchr``."""
 
 _Path = tuple[str, ...]
+_Memo = list[tuple[str, str]]
 
 
 def mask_credentials(text: str) -> str:
@@ -109,7 +112,7 @@ def redact(value: Any, paths: Iterable[str] = (), *, root: str = "args") -> Any:
         The data with the addressed values, values under `SENSITIVE_KEYS` and credential-looking
         substrings masked.
     """
-    return _walk(value, _compile(tuple(paths), root), {})
+    return _walk(value, _compile(tuple(paths), root), [])
 
 
 @lru_cache(maxsize=256)
@@ -125,7 +128,7 @@ def _compile(paths: tuple[str, ...], root: str) -> tuple[_Path, ...]:
 _SCALARS: Final = frozenset({int, float, bool, type(None)})
 
 
-def _walk(value: Any, paths: tuple[_Path, ...], memo: dict[str, str]) -> Any:
+def _walk(value: Any, paths: tuple[_Path, ...], memo: _Memo) -> Any:
     kind = type(value)  # exact types first: the abstract checks below cost more
     if kind in _SCALARS:
         return value
@@ -143,16 +146,22 @@ def _walk(value: Any, paths: tuple[_Path, ...], memo: dict[str, str]) -> Any:
     return [_child(str(index), item, paths, memo) for index, item in enumerate(value)]
 
 
-def _text(value: str, memo: dict[str, str]) -> str:
+def _text(value: str, memo: _Memo) -> str:
     if len(value) < MEMO_MIN:
         return mask_credentials(value)
-    masked = memo.get(value)  # a result's text is often in content and structuredContent
-    if masked is None:
-        masked = memo[value] = mask_credentials(value)
+    # A result's text is often in content and structuredContent too (equal, not the same
+    # object). Compared, not hashed: hashing 256 KiB costs more than masking it when no pattern
+    # can match, and a comparison stops at the first difference.
+    for seen, masked in memo:
+        if seen is value or seen == value:
+            return masked
+    masked = mask_credentials(value)
+    if len(memo) < MEMO_ITEMS:
+        memo.append((value, masked))
     return masked
 
 
-def _child(key: Any, item: Any, paths: tuple[_Path, ...], memo: dict[str, str]) -> Any:
+def _child(key: Any, item: Any, paths: tuple[_Path, ...], memo: _Memo) -> Any:
     name = key.lower() if type(key) is str else str(key).lower()
     if name.replace("_", "").replace("-", "") in SENSITIVE_KEYS:
         return MASK
