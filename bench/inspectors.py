@@ -41,14 +41,18 @@ TOOLS = 3
 INSPECTOR = {"type": "builtin", "tools": ["up__*"], "direction": "both"}
 
 
+PARTS = ("labels", "inspectors")
+"""What the ``on`` gateway adds (``--on`` narrows it, to tell their costs apart)."""
+
+
 def _config(directory: Path, name: str, port: int) -> Path:
-    """The bench config; ``on``: the label policy and the built-in inspector."""
-    if name == "on":
+    """The bench config; ``on``: the label policy and the built-in inspector (`PARTS`)."""
+    if name == "on" and "labels" in PARTS:
         base = write_config(directory, TOOLS, port=port, policy=LABEL_POLICY)
     else:
         base = write_config(directory, TOOLS, port=port)
     body: dict[str, Any] = yaml.safe_load(base.read_text(encoding="utf-8"))
-    if name == "on":
+    if name == "on" and "inspectors" in PARTS:
         body["inspectors"] = {"builtin": INSPECTOR}
     path = directory / f"{name}.yaml"
     path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
@@ -134,6 +138,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 async def main(options: argparse.Namespace) -> None:
+    global PARTS
+    PARTS = tuple(options.on)
     rows = []
     calls = {"echo": options.calls, "big": options.big_calls}
     for era in options.eras:
@@ -148,4 +154,5 @@ if __name__ == "__main__":
     parser.add_argument("--big-calls", type=int, default=30, help="256 KiB calls per round")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--eras", nargs="+", choices=list(ERAS), default=list(ERAS))
+    parser.add_argument("--on", nargs="+", choices=PARTS, default=list(PARTS))
     anyio.run(main, parser.parse_args())

@@ -20,6 +20,8 @@ from inspector_support import (
     recorder_config,
 )
 
+from gateway.audit.log import read_entries
+
 pytestmark = pytest.mark.parametrize("face", HTTP_FACES)
 
 SECRETS: dict[str, Any] = {
@@ -34,28 +36,36 @@ rules: []
 """
 
 
-async def test_a_credential_in_a_result_is_redacted_before_the_agent_sees_it_and_no_event_holds_it(
+async def test_a_credential_in_a_result_is_redacted_before_the_agent_sees_it_and_no_record_holds_it(
     tmp_path: Path, face: Face
 ) -> None:
-    config, log = recorder_config(tmp_path, {"secrets": SECRETS | {"direction": "results"}})
+    audit = tmp_path / "audit.db"
+    config, log = recorder_config(
+        tmp_path,
+        {"secrets": SECRETS | {"direction": "results"}},
+        events={"audit": {"enabled": True, "path": str(audit)}},
+    )
     async with gateway_client(config, face) as (client, _gateway, events):
         result = await client.call_tool("rec__record", {"value": f"key {AWS_KEY} here"})
     assert received(log)[0]["arguments"]["value"] == f"key {AWS_KEY} here"  # args not inspected
     assert text_of(result) == "recorded key [REDACTED:credential] here"
     assert AWS_KEY not in str(result.model_dump())
+    finding = {
+        "kind": "credential",
+        "inspector": "secrets",
+        "direction": "results",
+        "where": "content.0.text",
+        "start": 13,
+        "end": 33,
+        "action": "redact",
+    }
     (answered,) = of_type(events, "tool.result")
-    assert answered["findings"] == [
-        {
-            "kind": "credential",
-            "inspector": "secrets",
-            "direction": "results",
-            "where": "content.0.text",
-            "start": 13,
-            "end": 33,
-            "action": "redact",
-        }
-    ]
+    assert answered["findings"] == [finding]
     assert AWS_KEY not in payloads(events)
+    (logged,) = [entry.body for entry in read_entries(audit, ["tool.result"])]
+    assert logged["data"]["findings"] == [finding]
+    for file in tmp_path.glob("audit.db*"):  # the database, and its WAL if one is left
+        assert AWS_KEY.encode() not in file.read_bytes()
 
 
 async def test_arguments_are_redacted_before_the_upstream_sees_them(
