@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +23,12 @@ import httpx2
 import mcp_types as types
 from gateway_faces import CLI, DOWNSTREAM_AUTHORIZATION, Face
 from mcp import Client, StdioServerParameters
-from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.extension import (
+    ClaimContext,
+    ClientExtension,
+    NotificationBinding,
+    ResultClaim,
+)
 from mcp.client.streamable_http import streamable_http_client
 from paths import HARNESS
 from pydantic import BaseModel, ConfigDict
@@ -56,13 +61,27 @@ async def _unresolved(result: CreatedTask, ctx: ClaimContext) -> types.CallToolR
     raise AssertionError("tests take the task itself (allow_claimed=True)")
 
 
+StatusHandler = Callable[[types.TaskStatusNotificationParams], Awaitable[None]]
+
+
 class TasksClaim(ClientExtension):
-    """Declares the Tasks extension and claims its ``CreateTaskResult``."""
+    """Declares the Tasks extension and claims its ``CreateTaskResult``; ``on_status`` hears
+    2025-11-25's ``notifications/tasks/status``."""
 
     identifier = TASKS_EXTENSION
 
+    def __init__(self, on_status: StatusHandler | None = None) -> None:
+        self.on_status = on_status
+
     def claims(self) -> list[ResultClaim[Any]]:
         return [ResultClaim(result_type="task", model=CreatedTask, resolve=_unresolved)]
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        if self.on_status is None:
+            return []
+        params = types.TaskStatusNotificationParams
+        method = "notifications/tasks/status"
+        return [NotificationBinding(method=method, params_type=params, handler=self.on_status)]
 
 
 class Raw(BaseModel):
@@ -82,7 +101,7 @@ async def open_tasks_client(
     config: Path,
     url: str | None = None,
     token: str | None = None,
-    message_handler: Any = None,
+    on_status: StatusHandler | None = None,
 ) -> AsyncIterator[Client]:
     """An `mcp.Client` on ``face`` that can call tools as tasks (HTTP: ``token`` as bearer)."""
     async with contextlib.AsyncExitStack() as stack:
@@ -100,8 +119,7 @@ async def open_tasks_client(
         client = Client(
             target,
             mode=face.mode,
-            extensions=[TasksClaim()],
-            message_handler=message_handler,
+            extensions=[TasksClaim(on_status)],
             read_timeout_seconds=30,
         )
         yield await stack.enter_async_context(client)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 import pytest
 from gateway_faces import FACES, Face, serve_gateway
 from support import write_config
@@ -47,3 +48,28 @@ async def test_a_task_is_created_polled_completed_and_its_result_read(
     assert released.content[0].text == "1"
     assert ended["status"] == "completed"
     assert result["content"][0]["text"] == "job k1 done"
+
+
+@pytest.mark.parametrize("face", [p for p in FACES if p.values[0].mode == "legacy"])
+async def test_a_2025_session_hears_its_tasks_status_under_the_gateway_id(
+    tmp_path: Path, face: Face
+) -> None:
+    config = write_config(tmp_path, [tasks_upstream("legacy")])
+    heard: list[types.TaskStatusNotificationParams] = []
+    completed = anyio.Event()
+
+    async def listen(status: types.TaskStatusNotificationParams) -> None:
+        heard.append(status)
+        if status.status == "completed":
+            completed.set()
+
+    with anyio.fail_after(60):
+        async with (
+            serve_gateway(config) as url,
+            open_tasks_client(face, config=config, url=url, on_status=listen) as client,
+        ):
+            task_id = (await call_as_task(client, "jobs__job", {"key": "told"}))["taskId"]
+            await client.call_tool("jobs__release", {"key": "told"})
+            await completed.wait()
+    assert {note.task_id for note in heard} == {task_id}
+    assert heard[-1].status == "completed"
