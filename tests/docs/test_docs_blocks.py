@@ -139,6 +139,8 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("docs/clients.md", "npx @modelcontextprotocol/inspector"): "the MCP Inspector is a "
     "browser UI that runs until stopped",
     ("docs/clients.md", "from pydantic_ai import Agent"): "needs an OpenAI API key",
+    ("docs/tasks.md", "from typing import Literal"): "needs a server with a task tool behind "
+    "the gateway; the same calls run in tests/gateway/tasks (tasks_client.py)",
     ("docs/approvals.md", "from langchain.agents import create_agent"): "needs a chat model "
     "that calls tools (`model` is the reader's); the same agent runs with a scripted model in "
     "tests/e2e/langgraph/test_hitl_middleware.py",
