@@ -12,31 +12,44 @@ import subprocess
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench.procs import REPO
 from bench.runner import Row, Settings
 
-TARGETS: list[tuple[str, str, float]] = [
-    ("http/*/echo sequential", "<=", 1.2),
-    ("http/modern/echo x16 sessions", ">=", 1.0),
-    ("*/*/echo x16 sessions", ">=", 0.8),
-    ("*/*/tools/list 100", "<=", 1.2),
-    ("*/*/CPU per echo call", "<=", 1.5),
-    ("*/*/256 KiB result", "<=", 1.3),
+Measure = Literal["ratio", "added_us", "gateway_us"]
+TARGETS: list[tuple[str, str, float, Measure]] = [
+    ("*/*/echo sequential", "<=", 500, "added_us"),
+    ("*/*/CPU per echo call", "<=", 600, "gateway_us"),
+    ("*/*/echo x16 sessions", ">=", 1.0, "ratio"),
+    ("*/*/256 KiB result", "<=", 1.3, "ratio"),
+    ("*/*/tools/list 3", "<=", 1.1, "ratio"),
+    ("*/*/tools/list 100", "<=", 1.1, "ratio"),
 ]
-"""Issues 7 and 11's targets: pattern on ``transport/era/scenario``, comparison, ratio bound;
-the first matching pattern applies. (Issue 11's other target, gateway CPU per echo call <= 600 µs,
-is absolute: the CPU rows show it in the gateway column.)"""
+"""Issue 32's targets: pattern on ``transport/era/scenario``, comparison, bound, and what is
+compared: the ratio column, the p50 the gateway adds to a sequential call (``added_us``: median
+over rounds of gateway p50 - direct p50, µs), or the gateway process's CPU per call
+(``gateway_us``). The first matching pattern applies."""
 NOTES_MARKER = "<!-- notes: kept across runs -->"
+_SHOWN: dict[str, str] = {"ratio": "ratio", "added_us": "added p50 µs", "gateway_us": "CPU µs"}
 
 
-def target_of(row: Row) -> tuple[str, float] | None:
-    """The target bound applying to ``row``, if any."""
-    for pattern, op, bound in TARGETS:
+def target_of(row: Row) -> tuple[str, float, Measure] | None:
+    """The target applying to ``row``, if any: comparison, bound, what is compared."""
+    for pattern, op, bound, measure in TARGETS:
         if fnmatch.fnmatch(row.key, pattern):
-            return op, bound
+            return op, bound, measure
     return None
+
+
+def measured(row: Row, measure: Measure) -> float:
+    """The value of ``row`` a target of ``measure`` compares."""
+    if measure == "added_us":
+        added = [g["p50"] - d["p50"] for d, g in zip(row.direct, row.gateway, strict=True)]
+        return statistics.median(added) if added else float("nan")
+    if measure == "gateway_us":
+        return row.cpu.get("gateway_us", float("nan"))
+    return row.ratio
 
 
 def met(row: Row) -> bool | None:
@@ -44,8 +57,18 @@ def met(row: Row) -> bool | None:
     target = target_of(row)
     if target is None:
         return None
-    op, bound = target
-    return row.ratio <= bound if op == "<=" else row.ratio >= bound
+    op, bound, measure = target
+    value = measured(row, measure)
+    return value <= bound if op == "<=" else value >= bound
+
+
+def _verdict(row: Row) -> str:
+    target = target_of(row)
+    if target is None:
+        return ""
+    op, bound, measure = target
+    shown = "" if measure == "ratio" else f"{_SHOWN[measure]} {measured(row, measure):,.0f} "
+    return f"{shown}{op} {bound:g} " + ("✅" if met(row) else "❌")
 
 
 def _median(rounds: list[dict[str, float]], stat: str) -> float:
@@ -82,13 +105,9 @@ def table(rows: list[Row]) -> str:
     ]
     for row in rows:
         direct, gateway = _cells(row)
-        target = target_of(row)
-        verdict = (
-            "" if target is None else f"{target[0]} {target[1]:g} " + ("✅" if met(row) else "❌")
-        )
         lines.append(
             f"| {row.transport} | {row.era} | {row.scenario} | {UNITS[row.metric]} | {direct} "
-            f"| {gateway} | {row.ratio:.2f} ({RATIO[row.metric]}) | {verdict} |"
+            f"| {gateway} | {row.ratio:.2f} ({RATIO[row.metric]}) | {_verdict(row)} |"
         )
     return "\n".join(lines)
 
@@ -134,7 +153,12 @@ def to_json(rows: list[Row], settings: Settings, env: dict[str, Any]) -> dict[st
     for row in rows:
         item = asdict(row) | {"key": row.key, "met": met(row)}
         target = target_of(row)
-        item["target"] = None if target is None else {"op": target[0], "ratio": target[1]}
+        if target is None:
+            item["target"] = None
+        else:
+            op, bound, measure = target
+            value = measured(row, measure)
+            item["target"] = {"op": op, "bound": bound, "measure": measure, "value": value}
         out.append(item)
     return {"environment": env, "settings": asdict(settings), "rows": out}
 

@@ -44,7 +44,11 @@ def test_quick_bench_measures_direct_and_gateway_and_writes_results(tmp_path: Pa
     sequential = next(r for r in rows if r["key"] == "http/legacy/echo sequential")
     assert len(sequential["direct"]) == len(sequential["gateway"]) == 2
     assert sequential["ratio"] > 0
-    assert sequential["target"] == {"op": "<=", "ratio": 1.2}
+    target = sequential["target"]
+    assert (target["op"], target["bound"], target["measure"]) == ("<=", 500, "added_us")
+    pairs = zip(sequential["direct"], sequential["gateway"], strict=True)
+    added = [g["p50"] - d["p50"] for d, g in pairs]
+    assert target["value"] == pytest.approx(sum(added) / 2)  # the median of two rounds
     for row in rows:
         if row["metric"] == "cpu":
             assert row["cpu"]["gateway_us"] >= 0, row
