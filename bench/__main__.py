@@ -68,7 +68,11 @@ goes (`pip install py-spy`).
   target compares it with. The client's own CPU is on the same 2 cores in every case.
 - The gateway adds a process hop: client -> gateway -> upstream, three processes on two
   cores against two. A gateway ratio of 1.0 is therefore not reachable; the targets say how
-  close it must come."""
+  close it must come.
+- **target** (issue 32): sequential echo, the p50 the gateway adds (median over rounds of
+  gateway p50 - direct p50) <= 500 µs; the gateway process's CPU per echo call <= 600 µs; 16
+  sessions >= 1.0x direct calls/s; 256 KiB result <= 1.3x; `tools/list` of 3 and 100 tools
+  <= 1.1x; each in both eras."""
 
 
 def build_parser() -> argparse.ArgumentParser:
