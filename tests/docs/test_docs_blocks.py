@@ -68,6 +68,16 @@ class Run:
     approves: bool = False
 
 
+_TRIFECTA_HELD = (
+    "reason:   private data may leave after untrusted content (session labels: private via "
+    "files__read_file and untrusted via web__fetch)"
+)
+_TRIFECTA_POLICY = (
+    "import pathlib, re\n"
+    f"page = pathlib.Path({str(ROOT / 'docs' / 'data-flow.md')!r}).read_text()\n"
+    "policy = re.search(r\"<<'EOF'\\n(.*?\\n)EOF\", page, re.S).group(1)\n"
+    "pathlib.Path('trifecta.yaml').write_text(policy)\n"
+)
 RUN: dict[tuple[str, str], Run] = {
     ("README.md", ".venv/bin/lockgate tools"): Run(
         expect=("files__write_file", "hi"), fails=("files__delete_file",)
@@ -114,6 +124,14 @@ RUN: dict[tuple[str, str], Run] = {
         replace=(("gr_...", "$(.venv/bin/lockgate grants list | grep -o 'gr_[A-Za-z0-9_-]*')"),),
     ),
     ("docs/clients.md", "import anyio"): Run(expect=("files__write_file",)),
+    ("docs/data-flow.md", "cat > trifecta.yaml"): Run(
+        expect=("effect:   ask", _TRIFECTA_HELD, "session: untrusted via web__fetch (call ")
+    ),
+    ("docs/data-flow.md", "from policies import PolicyEngine"): Run(
+        # the policy the block before writes, for this block alone:
+        given=_TRIFECTA_POLICY,
+        expect=("web__fetch allow", f"web__post ask {_TRIFECTA_HELD.removeprefix('reason:   ')}"),
+    ),
     ("docs/clients.md", "from lockgate import GatewayToolkit"): Run(),
     ("docs/protocol.md", 'TICKET = "lockgate://tickets/'): Run(
         given="from mcp import Client\n"  # and the notes.md the README's calls write:
@@ -163,7 +181,7 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("docs/telemetry.md", "export OTEL_EXPORTER_OTLP_ENDPOINT"): _TELEMETRY,
     ("docs/telemetry.md", "import anyio"): _TELEMETRY,
     ("docs/telemetry.md", "export LOCKGATE_APPROVER_TOKEN"): _TELEMETRY,
-    ("docs/telemetry.md", "curl -s http://127.0.0.1:4318/trace"): _TELEMETRY,
+    ("docs/telemetry.md", "curl -s http://127.0.0.1:4318/traces"): _TELEMETRY,
 }
 
 
