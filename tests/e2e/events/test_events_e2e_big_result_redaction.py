@@ -1,7 +1,9 @@
 """A credential inside a large tool result (256 KiB of padding around it) reaches no sink: the
 bus, the SSE stream, the signed webhook and the audit log all hold it masked, in both eras, while
 the caller gets the result unchanged. The credential scan skips patterns whose characters a text
-lacks; this is the end-to-end check that the skipping never lets one through."""
+lacks; this is the end-to-end check that the skipping never lets one through. The masked
+``tool.result`` is on the bus before the caller has its result: redaction stays on the call's
+path, ahead of the response, not deferred to the sinks."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 from events_e2e_support import (
     SUBSCRIBER_TOKEN,
     BusReader,
+    Served,
     api,
     audit_bytes,
     audit_db,
@@ -79,3 +82,21 @@ async def test_credentials_in_a_256_kib_result_reach_no_sink(tmp_path: Path, mod
     audited = [e.body for e in read_tail(audit_db(config), 10) if e.body["type"] == "tool.result"]
     assert [e["data"]["response"]["content"][0]["text"] for e in audited] == [MASKED]
     assert leaks(audit_bytes(config)) == []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_masked_tool_result_is_published_before_the_caller_has_the_result(
+    rig: Served, mode: str
+) -> None:
+    async with (
+        rig.gateway.events.subscribe(["tool.result"], name=f"order-{mode}") as sub,
+        http_client(rig.mcp_url, mode) as client,
+    ):
+        with anyio.fail_after(30):
+            stored = await client.call_tool(
+                "vault__store", {"text": TEXT, "secret": "s", "pin": "p"}
+            )
+        published = sub.ready(10)  # without waiting: already delivered, or the test fails
+    assert isinstance(stored.content[0], types.TextContent)
+    assert stored.content[0].text == TEXT
+    assert [e.data["response"]["content"][0]["text"] for e in published] == [MASKED]
