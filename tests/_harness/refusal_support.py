@@ -46,6 +46,7 @@ def refusal_config(directory: Path, *, echo: dict[str, Any] | None = None, **sec
     }
     faulty = {"name": "faulty", "command": sys.executable, "args": [str(FAULTY)]}
     approvals = {"store": "memory", **sections.pop("approvals", {})}
+    sections.setdefault("startup_wait", 30)  # three upstreams start on a busy machine
     return write_config(
         directory,
         [recorder, echo_upstream(**(echo or {})), faulty],

@@ -13,6 +13,8 @@ import pytest
 from refusal_support import connect, refusal_config, serve
 from support import MODES
 
+from toolsets.context import Principal
+
 both_eras = pytest.mark.parametrize("mode", MODES)
 
 
@@ -82,3 +84,32 @@ async def test_an_upstream_timeout_is_an_error_not_a_refusal(tmp_path: Path, mod
         "server": "echo",
     }
     assert not after.is_error
+
+
+@both_eras
+async def test_an_approved_call_whose_tool_changed_since_is_a_tool_changed_refusal(
+    tmp_path: Path, mode: str
+) -> None:
+    approvals = {"store": "sqlite", "path": str(tmp_path / "pending.db")}
+    config = refusal_config(tmp_path, approvals=approvals, pins={"on_change": "warn"})
+    ops = Principal(id="user:ops", roles=frozenset({"ops"}))
+    async with serve(config) as served, connect(served, mode) as client:
+        with anyio.fail_after(60):
+            held = await client.call_tool("echo__weather", {"city": "Oslo"})
+            id = held.meta["lockgate/pending"]["id"]
+            await served.gateway.approvals.decide(id, "approve", by=ops, channel="api")
+            async with served.gateway.events.subscribe(["tool.pin_changed"]) as changes:
+                await client.call_tool("echo__rug_pull", {"part": "description"})
+                await anext(aiter(changes))
+            result = await client.call_tool("echo__weather", {"city": "Oslo"})
+
+    found = refusal_of(result)
+    assert found["message"] == (
+        "tool 'echo__weather' changed or disappeared after approval; not executed"
+    )
+    assert (found["kind"], found["rule"], found["approvalId"], found["unblock"]) == (
+        "tool_changed",
+        "weather-needs-ops",
+        id,
+        {"action": "reissue"},
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from gateway_faces import FACES, Face, open_face
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from refusal_support import Served, connect
@@ -58,6 +59,19 @@ async def test_a_policy_denial_is_the_rules_sentence_then_a_denied_refusal(
     }
     assert result.structured_content == {"lockgate/refusal": refusal(result)}  # no outputSchema
     assert result.meta["lockgate/decision"]["rule_id"] == "recorder-closed"
+
+
+@pytest.mark.parametrize("face", FACES)
+async def test_a_policy_denial_has_the_same_shape_on_every_face_and_era(
+    served: Served, face: Face
+) -> None:
+    async with open_face(face, served.config) as client:
+        with anyio.fail_after(60):
+            result = await client.call_tool("recorder__record_denied", value())
+
+    found = refusal(result)
+    assert (found["kind"], found["rule"], found["message"]) == ("denied", "recorder-closed", CLOSED)
+    assert result.structured_content == {"lockgate/refusal": found}
 
 
 @both_eras
