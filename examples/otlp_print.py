@@ -3,8 +3,8 @@ OTLP/HTTP (``POST /v1/traces``, protobuf, as lockgate exports it), keeps the spa
 prints a trace as an indented tree.
 
     .venv/bin/python examples/otlp_print.py --port 4318 &
-    curl -s http://127.0.0.1:4318/trace            # the latest trace
-    curl -s http://127.0.0.1:4318/trace/TRACE_ID   # one trace (the id in lockgate's JSON logs)
+    curl -s http://127.0.0.1:4318/traces           # every trace received, oldest first
+    curl -s http://127.0.0.1:4318/traces/TRACE_ID  # one trace (the id in lockgate's JSON logs)
 
 Needs the ``otel`` extra (``pip install 'lockgate[otel]'``). Not for production: nothing is
 stored, nothing is sampled, nothing is bounded but the process's memory.
@@ -52,11 +52,10 @@ def _line(span: Span, depth: int) -> str:
 
 
 class Traces:
-    """The spans received, by trace id, and the order traces were last touched in."""
+    """The spans received, by trace id (in the order traces were first seen)."""
 
     def __init__(self) -> None:
         self.spans: dict[str, list[Span]] = defaultdict(list)
-        self.latest = ""
 
     def add(self, body: bytes) -> None:
         request = trace_service_pb2.ExportTraceServiceRequest()
@@ -64,8 +63,7 @@ class Traces:
         for resource_spans in request.resource_spans:
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    self.latest = span.trace_id.hex()
-                    self.spans[self.latest].append(span)
+                    self.spans[span.trace_id.hex()].append(span)
 
     def tree(self, trace_id: str) -> str:
         """The trace as an indented tree, roots (spans whose parent is not here) first."""
@@ -96,16 +94,19 @@ def build() -> Starlette:
         traces.add(body)
         return Response(ok, media_type="application/x-protobuf")
 
-    async def show(request: Request) -> Response:
-        trace_id = request.path_params.get("trace_id", traces.latest)
+    async def every(request: Request) -> Response:
+        return PlainTextResponse("".join(traces.tree(trace_id) for trace_id in traces.spans))
+
+    async def one(request: Request) -> Response:
+        trace_id = request.path_params["trace_id"]
         if trace_id not in traces.spans:
             return PlainTextResponse("no such trace (yet)\n", status_code=404)
         return PlainTextResponse(traces.tree(trace_id))
 
     routes = [
         Route("/v1/traces", receive, methods=["POST"]),
-        Route("/trace", show),
-        Route("/trace/{trace_id}", show),
+        Route("/traces", every),
+        Route("/traces/{trace_id}", one),
     ]
     return Starlette(routes=routes)
 
