@@ -78,14 +78,22 @@ def _check(args: argparse.Namespace) -> int:
     unknown = engine.check_tool_names(known) if known is not None else []
     if unknown:
         return _report(ConfigError(unknown))
-    count = len(engine.files)
+    count, labelling = len(engine.files), len(engine.labels.labeller.rules)
+    labels = f", {labelling} labelling" if labelling else ""
     print(
-        f"ok: {count} file{'s'[: count != 1]}, {len(engine.rules)} rules, version {engine.version}"
+        f"ok: {count} file{'s'[: count != 1]}, {len(engine.rules)} rules{labels}, "
+        f"version {engine.version}"
     )
     for rule in engine.rules:
         if rule.limit is not None:
             mode = " (shadow)" if rule.shadow else ""
             print(f"limit: {rule.id}{mode}: {rule.limit.describe()} ({rule.file}:{rule.line})")
+    for labelled in engine.labels.labeller.rules:
+        got = labelled.labels
+        print(
+            f"labels: {labelled.id}: sources {sorted(got.sources)}, sinks {sorted(got.sinks)} "
+            f"({labelled.file}:{labelled.line})"
+        )
     return EXIT_OK
 
 

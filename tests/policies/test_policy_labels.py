@@ -170,3 +170,18 @@ def test_explain_json_carries_the_labels(capsys: pytest.CaptureFixture[str]) -> 
     assert labels["tool"] == {"sources": ["private"], "sinks": []}
     assert labels["rules"] == ["workspace-is-private"]
     assert [s["tool"] for s in labels["session"]["untrusted"]] == ["web__fetch_page"]
+
+
+def test_check_counts_the_labelling_rules_and_lists_their_labels(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser(prog="lockgate")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["policy", "check", str(TRIFECTA)])
+    assert args.func(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("ok: 1 file, 2 rules, 2 labelling, version ")
+    assert lines[1:] == [
+        f"labels: workspace-is-private: sources ['private'], sinks [] ({TRIFECTA}:4)",
+        f"labels: mail-is-egress: sources [], sinks ['egress'] ({TRIFECTA}:7)",
+    ]

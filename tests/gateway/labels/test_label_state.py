@@ -12,7 +12,7 @@ import contextlib
 from pathlib import Path
 
 import anyio
-from dataflow_support import FETCH, READ, SEND, agent, dataflow_config, sent
+from dataflow_support import FETCH, READ, SEND, TRIFECTA_POLICY, agent, dataflow_config, sent
 from pg_support import fresh_schema, pg_storage
 
 from gateway.audit.log import read_entries
@@ -99,3 +99,28 @@ async def test_a_server_can_label_every_tool_it_serves(tmp_path: Path) -> None:
             "private data may leave after untrusted content (session labels: private via "
             "web__read_file and untrusted via web__read_file)"
         )
+
+
+SHADOW_POLICY = TRIFECTA_POLICY.replace(
+    "    effect: ask\n", "    effect: ask\n    mode: shadow\n", 1
+)
+
+
+async def test_a_shadow_label_rule_records_what_it_would_hold_and_lets_the_call_run(
+    tmp_path: Path,
+) -> None:
+    audit = tmp_path / "audit.db"
+    config = dataflow_config(tmp_path, SHADOW_POLICY, events={"audit": {"path": str(audit)}})
+    async with Gateway.from_config(config) as gateway:
+        ctx = agent("s")
+        await gateway.call_tool(FETCH, URL, ctx)
+        await gateway.call_tool(READ, SECRETS, ctx)
+        result = await gateway.call_tool(SEND, MESSAGE, ctx)
+    assert not result.is_error
+    assert sent(tmp_path) == "a@example.com: x\n"
+    calls = [e.body["data"] for e in read_entries(audit, ("tool.call",))]
+    shadows = [(d["tool"], d["decision"].get("shadow")) for d in calls]
+    assert shadows[:2] == [(FETCH, None), (READ, None)]
+    assert shadows[2][0] == SEND
+    [would] = shadows[2][1]
+    assert (would["rule_id"], would["effect"]) == ("no-exfiltration", "ask")
