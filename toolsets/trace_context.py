@@ -12,7 +12,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Final
 
-__all__ = ["TRACE_KEYS", "carried", "incoming", "outgoing", "traceparent", "with_trace"]
+__all__ = [
+    "TRACE_KEYS",
+    "carried",
+    "incoming",
+    "of_message",
+    "outgoing",
+    "traceparent",
+    "with_trace",
+]
 
 TRACE_KEYS: Final = ("traceparent", "tracestate")
 """The W3C Trace Context keys, as ``_meta`` keys and HTTP headers."""
@@ -59,3 +67,13 @@ def incoming(
         if source and isinstance(source.get("traceparent"), str):
             return {k: v for k in TRACE_KEYS if isinstance(v := source.get(k), str)}
     return _EMPTY
+
+
+def of_message(
+    message: Mapping[str, object], headers: Mapping[str, str] | None = None
+) -> Mapping[str, str]:
+    """A caller's trace context from a raw JSON-RPC request (its ``params._meta``), else from
+    ``headers`` (see `incoming`)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return incoming(meta if isinstance(meta, Mapping) else None, headers)

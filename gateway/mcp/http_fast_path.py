@@ -57,6 +57,7 @@ from gateway.mcp.raw_calls import (
 from gateway.mcp.relay.wire import EventStream, WirePeer, WireRequests, is_response
 from gateway.mcp.server import PRINCIPAL_SCOPE_KEY, GatewayServer
 from gateway.metrics import Metrics
+from gateway.telemetry import request_span
 from toolsets import _sdk_compat as sdk
 from toolsets import jsonwire, trace_context
 from toolsets.context import CallContext, ClientInfo, Principal
@@ -170,7 +171,8 @@ class FastPath:
                 return await self._modern_listing(message, headers, request_id, principal, send)
             session_id = self._session(headers, scope)
             client = self.downstream.sessions.get(session_id) if session_id else None
-            return await self._list(request_id, principal, session_id, client, send)
+            trace = trace_context.of_message(message, headers)
+            return await self._list(request_id, principal, session_id, client, send, trace=trace)
         if not call.request.trace and "traceparent" in headers:  # _meta's wins
             traced = replace(call.request, trace=trace_context.incoming(None, headers))
             call = PlainCall(call.id, traced)
@@ -192,7 +194,8 @@ class FastPath:
         session_id = headers.get("mcp-session-id") or headers.get(SESSION_HEADER)
         session_id = session_id or session_of(message.get("params", {}).get("_meta"))
         client = modern_client(verdict, "http")
-        return await self._list(request_id, principal, session_id, client, send)
+        trace = trace_context.of_message(message, headers)
+        return await self._list(request_id, principal, session_id, client, send, trace=trace)
 
     async def _list(
         self,
@@ -201,6 +204,8 @@ class FastPath:
         session_id: str | None,
         client: ClientInfo | None,
         send: Send,
+        *,
+        trace: Mapping[str, str],
     ) -> bool:
         """``tools/list`` answered from `Listings`, with the context the SDK's handler would
         build (a 2025-11-25 listing needs its session known here); an error in the listing
@@ -209,8 +214,10 @@ class FastPath:
             return False
         modern = client.era == "modern"
         ctx = CallContext(principal=principal, session_id=session_id, client=client)
+        telemetry = self.downstream.gateway.parts.telemetry
         try:
-            body = await self._listings.answer(request_id, ctx, client.protocol_version)
+            with request_span(telemetry, "tools/list", ctx, trace=trace, request_id=request_id):
+                body = await self._listings.answer(request_id, ctx, client.protocol_version)
         except Exception:
             return False
         await send_json(send, 200, body, None if modern else session_id)

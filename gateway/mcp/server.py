@@ -6,6 +6,7 @@ per-request exchanges) over streamable HTTP and stdio.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 import weakref
@@ -304,6 +305,9 @@ def build_server(
         on_completion=surface.complete,
     )
     server.middleware.append(downstream.remember_sessions)
+    if (telemetry := gateway.parts.telemetry) is not None:  # a span per request but tools/call
+        session_of = functools.partial(_session_id, connection_id=downstream.connection_id)
+        server.middleware.append(telemetry.middleware(transport, session_of))
     TaskHandlers(downstream, gateway.parts.tasks, lambda: server.server_info_stamp).register(server)
     set_level = gateway.parts.relay.logs.set_level  # the logging capability, both eras
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)

@@ -51,7 +51,8 @@ from gateway.mcp.relay import declared
 from gateway.mcp.relay.wire import WirePeer, WireRequests
 from gateway.mcp.server import GatewayServer
 from gateway.metrics import Metrics
-from toolsets import jsonwire
+from gateway.telemetry import request_span
+from toolsets import jsonwire, trace_context
 from toolsets.context import CallContext, ClientInfo
 
 __all__ = ["LineWriter", "StdioFastPath"]
@@ -216,8 +217,11 @@ class StdioFastPath:
         which answers it."""
         ctx = CallContext(principal=self.principal, session_id=self.session_id, client=client)
         version = client.protocol_version or ""
+        telemetry = self.server.downstream.gateway.parts.telemetry
+        trace = trace_context.of_message(jsonwire.loads(line)) if telemetry is not None else {}
         try:
-            body = await self._listings.answer(request_id, ctx, version)
+            with request_span(telemetry, "tools/list", ctx, trace=trace, request_id=request_id):
+                body = await self._listings.answer(request_id, ctx, version)
         except Exception:
             await self._to_sdk(wire.to_server, line)
             return

@@ -21,6 +21,8 @@ __all__ = [
     "NETWORK_TRANSPORT",
     "OPERATION",
     "PRINCIPAL",
+    "PROMPT_NAME",
+    "RESOURCE_URI",
     "RULE",
     "SERVER",
     "STEP",
@@ -33,6 +35,8 @@ MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
 JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
 NETWORK_TRANSPORT: Final = "network.transport"
 TOOL_NAME: Final = "gen_ai.tool.name"
+PROMPT_NAME: Final = "gen_ai.prompt.name"
+RESOURCE_URI: Final = "mcp.resource.uri"
 OPERATION: Final = "gen_ai.operation.name"
 ERROR_TYPE: Final = "error.type"
 

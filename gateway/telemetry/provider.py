@@ -10,8 +10,9 @@ the batch processor's thread: a down or slow collector costs a call nothing; pas
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import anyio.to_thread
 from opentelemetry.sdk.resources import Resource
@@ -27,6 +28,7 @@ from opentelemetry.sdk.trace.sampling import (
 
 from gateway.approvals.writes import PendingListener
 from gateway.config.telemetry import SamplingConfig, TelemetryConfig
+from gateway.telemetry.faces import RequestSpanMiddleware
 from gateway.telemetry.holds import HeldMarks, HoldSpans
 from gateway.telemetry.requests import RequestSpans
 from gateway.telemetry.steps import StepSpans
@@ -103,6 +105,12 @@ class Telemetry:
         self.steps = StepSpans(tracer)
         self.held = HeldMarks()
         self._tracer = tracer
+
+    def middleware(
+        self, transport: str, session_of: Callable[[Any], str | None]
+    ) -> RequestSpanMiddleware:
+        """The downstream server's middleware opening a span per request (`faces`)."""
+        return RequestSpanMiddleware(self.requests, transport, session_of)
 
     def hold_spans(self, then: PendingListener) -> PendingListener:
         """A pending-store listener writing hold spans, then telling ``then``."""

@@ -13,6 +13,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig, python_command
+from gateway.telemetry.build import tracing_wanted
+from gateway.telemetry.http_headers import trace_headers
 from toolsets._sdk_compat import TransportStreams
 from toolsets.abstract import ToolsChangedHandler
 from toolsets.upstream.http_limit import ResponseLimit
@@ -43,21 +45,22 @@ def _target(
         )
     assert server.url is not None  # checked by ServerConfig
     headers = dict(server.headers) or None
+    traced = tracing_wanted(config) is not None  # trace context in headers too
     if server.transport == "sse":
-        factory = functools.partial(_http_client, server)
+        factory = functools.partial(_http_client, server, traced=traced)
         return sse_client(server.url, headers=headers, httpx_client_factory=factory)
-    return _streamable_http(server, server.url, session_gone)
+    return _streamable_http(server, server.url, session_gone, traced=traced)
 
 
 @contextlib.asynccontextmanager
 async def _streamable_http(
-    server: ServerConfig, url: str, session_gone: Callable[[], None]
+    server: ServerConfig, url: str, session_gone: Callable[[], None], *, traced: bool = False
 ) -> AsyncIterator[TransportStreams]:
     async def watch(response: httpx2.Response) -> None:
         if response.status_code == 404 and SESSION_HEADER in response.request.headers:
             session_gone()
 
-    http = _http_client(server, headers=dict(server.headers) or None)
+    http = _http_client(server, headers=dict(server.headers) or None, traced=traced)
     http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks["response"], watch]}
     # The SDK does not close a client it is given: this connection owns (and closes) its own.
     # Its own event limit never trips: `ResponseLimit` hands it no event over the limit.
@@ -75,6 +78,8 @@ def _http_client(
     headers: dict[str, str] | None = None,
     timeout: httpx2.Timeout | None = None,
     auth: httpx2.Auth | None = None,
+    *,
+    traced: bool = False,
 ) -> httpx2.AsyncClient:
     """An HTTP client for ``server`` (the SDK's client factory signature) whose responses hand
     over no message larger than ``max_result_bytes``."""
@@ -84,8 +89,13 @@ def _http_client(
     transport = ResponseLimit(
         httpx2.AsyncHTTPTransport(), limit=limit, server=server.name, setting=setting
     )
+    hooks = {"request": [trace_headers]} if traced else None
     return httpx2.AsyncClient(
-        headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, transport=transport
+        headers=headers,
+        timeout=timeout or HTTP_TIMEOUT,
+        auth=auth,
+        transport=transport,
+        event_hooks=hooks,
     )
 
 
