@@ -75,6 +75,9 @@ class ClientInfo:
         transport: ``http``, ``stdio`` or ``inprocess``.
         sampling: True when the client declared the sampling capability.
         roots: True when the client declared the roots capability.
+        name: The client's own name (its ``clientInfo``), when it gave one: what approvers are
+            told is asking (it is the client's claim, not an identity).
+        version: The client's version, likewise.
     """
 
     era: Literal["legacy", "modern"] = "legacy"
@@ -83,6 +86,8 @@ class ClientInfo:
     transport: Literal["http", "stdio", "inprocess"] = "inprocess"
     sampling: bool = False
     roots: bool = False
+    name: str | None = None
+    version: str | None = None
 
     def declares(self, capability: Capability) -> bool:
         """Whether the client declared ``capability``."""

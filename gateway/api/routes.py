@@ -18,6 +18,7 @@ from gateway.api.grants import GrantBody, grant_routes
 from gateway.api.pins import pin_routes
 from gateway.api.sessions import session_routes
 from gateway.approvals.access import may_see
+from gateway.approvals.context_pack import context_pack
 from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.holding import Holding
 from gateway.approvals.human_interrupt import interrupt_request, read_response
@@ -166,6 +167,7 @@ class _Handlers:
     def __init__(self, gateway: Gateway) -> None:
         self.store, self.service = gateway.store, gateway.approvals
         self.holding = gateway.parts.holding
+        self.policy, self.sessions = gateway.policy, gateway.parts.sessions
 
     async def me(self, request: Request, who: Principal) -> Response:
         """``GET /api/me``: who the token belongs to (the page says "signed in as")."""
@@ -190,7 +192,12 @@ class _Handlers:
     async def get_call(self, request: Request, who: Principal) -> Response:
         await self.store.sweep_expired()
         call = await self._visible_call(request, who)
-        return JSONResponse(_shaped(call, _langgraph(request), self.holding))
+        if _langgraph(request):
+            return JSONResponse(_shaped(call, True, self.holding))
+        context = await context_pack(
+            call, tools=self.service.tools, engine=self.policy.current, session=self.sessions.ensure
+        )
+        return JSONResponse({**_call_json(call, self.holding), "context": context})
 
     async def _visible_call(self, request: Request, who: Principal) -> PendingCall:
         """The call named in the path, if ``who`` may see it (else: not found, as if absent)."""

@@ -55,7 +55,16 @@ MUTABLE_FIELDS: Final[frozenset[str]] = frozenset(
 _STATES: Final = frozenset(get_args(State))
 _KINDS: Final = frozenset(get_args(Kind))
 _OPTIONAL: Final = frozenset(
-    {"principal_roles", "tenant", "grants", "grant_max", "stages", "break_glass", "traceparent"}
+    {
+        "principal_roles",
+        "tenant",
+        "grants",
+        "grant_max",
+        "stages",
+        "break_glass",
+        "traceparent",
+        "client",
+    }
 )
 """Fields older records may lack (they take their defaults)."""
 
@@ -102,6 +111,7 @@ class CallBinding(TypedDict):
     stages: NotRequired[tuple[ApprovalStage, ...]]
     break_glass: NotRequired[tuple[str, ...]]
     traceparent: NotRequired[str | None]
+    client: NotRequired[dict[str, Any] | None]
 
 
 def _json_copy(value: Any) -> Any:
@@ -157,6 +167,8 @@ class PendingCall:
         grant_id: The grant the approval made, if it made one.
         traceparent: The W3C trace context of the step that held the call, when traced: its
             hold span and a re-issued call's link point there (`gateway.telemetry`).
+        client: What the calling client said it is (``name``, ``version``: its claim) and
+            speaks (``era``, ``protocol_version``, ``transport``), for approvers.
     """
 
     id: str
@@ -198,6 +210,7 @@ class PendingCall:
     break_glass: tuple[str, ...] = ()
     grant_id: str | None = None
     traceparent: str | None = None
+    client: dict[str, Any] | None = None
 
     @classmethod
     def new(

@@ -15,7 +15,7 @@ from gateway.events import tool_events as events
 from gateway.events.model import Event
 from policies import Decision
 from toolsets import trace_context
-from toolsets.context import CallContext, Principal
+from toolsets.context import CallContext, ClientInfo, Principal
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
@@ -68,7 +68,19 @@ def held_call(
         stages=options.stages,
         break_glass=options.break_glass,
         traceparent=trace_context.traceparent(),
+        client=client_facts(ctx.client),
     )
+
+
+def client_facts(client: ClientInfo) -> dict[str, Any]:
+    """What a pending call keeps of its caller's client (`PendingCall.client`)."""
+    return {
+        "name": client.name,
+        "version": client.version,
+        "era": client.era,
+        "protocol_version": client.protocol_version,
+        "transport": client.transport,
+    }
 
 
 def origin_of(call: PendingCall) -> CallContext:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from gateway.cli._rest import ago, aligned, iso
+from gateway.cli.context_view import context_rows
 
 __all__ = ["HISTORY_STATES", "details", "history_table", "outcome"]
 
@@ -68,6 +69,7 @@ def details(call: Mapping[str, Any], now: float) -> str:
         ("expires", iso(call["expires_at"])),
     ]
     rows += _decision_rows(call)
+    rows += context_rows(call.get("context") or {})
     lines = [call["id"], *(f"  {line}" for line in aligned(rows))]
     lines += _args_block("arguments", call["args"])
     if call.get("override_args") is not None:

@@ -17,7 +17,7 @@ from mcp_types import (
 )
 
 from gateway.mcp.calls import CallOutcome, ToolCallRequest, max_hold_of, session_of
-from gateway.mcp.relay import declared
+from gateway.mcp.relay import declared, named
 from toolsets import jsonwire, trace_context
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
@@ -124,11 +124,14 @@ def refusal_bytes(reason: str) -> bytes:
 
 def modern_client(verdict: InboundModernRoute, transport: Literal["http", "stdio"]) -> ClientInfo:
     """The 2026-07-28 client a request's envelope (as the SDK's ladder read it) describes."""
+    name, version = named(verdict.client_info)
     return ClientInfo(
         era="modern",
         protocol_version=verdict.protocol_version,
         transport=transport,
         **declared(verdict.client_capabilities),
+        name=name,
+        version=version,
     )
 
 

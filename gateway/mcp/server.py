@@ -27,7 +27,7 @@ from gateway.gateway import Gateway
 from gateway.mcp.caller_decision import elicit_callback
 from gateway.mcp.calls import SESSION_HEADER, CallHandler, ToolCallRequest, max_hold_of, session_of
 from gateway.mcp.handshake_sessions import LegacySessions
-from gateway.mcp.relay import declared, request_peer
+from gateway.mcp.relay import declared, named, request_peer
 from gateway.mcp.resource_handlers import ResourceHandlers
 from gateway.mcp.task_handlers import TaskHandlers
 from gateway.resources.listen_streams import SessionListen
@@ -151,11 +151,15 @@ def _session_id(ctx: Ctx, connection_id: str | None) -> str | None:
 
 def _client_info(ctx: Ctx, transport: str) -> ClientInfo:
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    params = ctx.session.client_params
+    name, version = named(params.client_info if params is not None else None)
     return ClientInfo(
         era="modern" if modern else "legacy",
         protocol_version=ctx.protocol_version,
         transport="http" if transport == "http" else "stdio",
         **declared(ctx.session.client_capabilities),
+        name=name,
+        version=version,
     )
 
 

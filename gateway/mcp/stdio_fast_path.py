@@ -47,7 +47,7 @@ from gateway.mcp.raw_calls import (
     refusal_bytes,
     response_bytes,
 )
-from gateway.mcp.relay import declared
+from gateway.mcp.relay import declared, named
 from gateway.mcp.relay.wire import WirePeer, WireRequests
 from gateway.mcp.server import GatewayServer
 from gateway.metrics import Metrics
@@ -88,6 +88,7 @@ class _Handshake:
     def __init__(self) -> None:
         self.request_id: RequestId | None = None
         self.capabilities: dict[str, bool] = {}
+        self.named: tuple[str | None, str | None] = (None, None)
         self.version: str | None = None
         self.initialized = False
         self.client: ClientInfo | None = None
@@ -99,6 +100,7 @@ class _Handshake:
             caps = params.get("capabilities") if isinstance(params, dict) else None
             self.request_id = message["id"]
             self.capabilities = declared(caps)
+            self.named = named(params.get("clientInfo") if isinstance(params, dict) else None)
         elif method == "notifications/initialized":
             self.initialized = True
             self._settle()
@@ -112,7 +114,12 @@ class _Handshake:
     def _settle(self) -> None:
         if self.initialized and self.version is not None:
             self.client = ClientInfo(
-                era="legacy", protocol_version=self.version, transport="stdio", **self.capabilities
+                era="legacy",
+                protocol_version=self.version,
+                transport="stdio",
+                **self.capabilities,
+                name=self.named[0],
+                version=self.named[1],
             )
 
 

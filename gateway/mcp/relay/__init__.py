@@ -5,7 +5,7 @@ asked (see `toolsets.upstream.client_requests` for how a request is attributed t
 from gateway.mcp.relay.hub import Relay
 from gateway.mcp.relay.logs import LogRelay
 from gateway.mcp.relay.parking import Parking
-from gateway.mcp.relay.peers import RequestPeer, declared, request_peer
+from gateway.mcp.relay.peers import RequestPeer, declared, named, request_peer
 from gateway.mcp.relay.wire import EventStream, WirePeer, WireRequests
 
 __all__ = [
@@ -17,5 +17,6 @@ __all__ = [
     "WirePeer",
     "WireRequests",
     "declared",
+    "named",
     "request_peer",
 ]

@@ -15,7 +15,7 @@ from mcp_types import LOG_LEVEL_META_KEY, LoggingLevel, RequestId
 from toolsets.context import ClientInfo
 from toolsets.upstream.peer import LOG_LEVELS, result_type_of
 
-__all__ = ["RequestPeer", "declared", "log_level_of", "request_peer"]
+__all__ = ["RequestPeer", "declared", "log_level_of", "named", "request_peer"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +61,20 @@ def declared(caps: Any) -> dict[str, bool]:
     if not isinstance(caps, dict):
         caps = {}
     return {name: caps.get(name) is not None for name in ("elicitation", "sampling", "roots")}
+
+
+def named(info: Any) -> tuple[str | None, str | None]:
+    """`ClientInfo`'s ``name`` and ``version`` from a client's ``clientInfo`` (a model or wire
+    JSON; None when it gave none), each cut to 100 characters."""
+    if isinstance(info, types.Implementation):
+        info = info.model_dump()
+    if not isinstance(info, dict):
+        return None, None
+    return _short(info.get("name")), _short(info.get("version"))
+
+
+def _short(value: Any) -> str | None:
+    return value[:100] if isinstance(value, str) else None
 
 
 def request_peer(ctx: ServerRequestContext[Any], client: ClientInfo) -> RequestPeer | None:

@@ -275,6 +275,14 @@ async def test_show_is_readable_by_default_and_json_on_request(
     assert re.fullmatch(r"  caller     anonymous \(session [0-9a-f]+\)", lines[3])
     assert lines[4] == "  rule       launches-wait: launching needs a human"
     assert re.search(r"\n  requested  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", shown)
+    assert "\n  does       Launch at a target.\n" in shown  # the context pack: what it does
+    assert re.search(
+        r"\n  why        rule 'launches-wait' \(\S+policy.yaml:3\) holds calls of "
+        r"local__\*: launching needs a human\n",
+        shown,
+    )
+    assert "\n  client     mcp 0.1.0 (http, 2025-11-25)\n" in shown
+    assert re.search(r"\n  digest     sha256:[0-9a-f]{64}\n", shown)
     assert shown.endswith('  arguments:\n    {\n      "target": "the moon"\n    }\n')
     record = json.loads(as_json)
     assert record["id"] == id

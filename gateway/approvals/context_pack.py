@@ -1,0 +1,118 @@
+"""`context_pack`: what an approver needs to decide a held call well, beside the call itself.
+
+What the tool does (title, description, annotations and how far to trust them, its warning
+flags), why the call was held (the rule, where it is written, its conditions as written, its
+reason), the arguments in canonical form with their digest, who is asking (the principal and
+what the client says it is), and what the session did before (its recent calls and the data
+flow labels it carries). The page, ``lockgate approvals show``, the REST API and notifications
+read it from ``GET /api/approvals/{id}`` (``context``).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final, Protocol
+
+from gateway.approvals.known_tools import KnownTools
+from gateway.approvals.pending import PendingCall
+from gateway.approvals.recording import origin_of
+from policies.engine import PolicyEngine
+from policies.session import SessionState
+from toolsets.canonical import canonical_json
+from toolsets.context import CallContext
+from toolsets.tooldef import ToolDef
+
+__all__ = ["RECENT_CALLS", "SessionLookup", "context_pack"]
+
+RECENT_CALLS: Final = 10
+"""How many of the session's last calls the pack shows."""
+_HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+class SessionLookup(Protocol):
+    """Loads the state of a call's session (`gateway.sessions.book.SessionBook.ensure`)."""
+
+    async def __call__(self, ctx: CallContext) -> SessionState: ...
+
+
+async def context_pack(
+    call: PendingCall,
+    *,
+    tools: KnownTools,
+    engine: PolicyEngine,
+    session: SessionLookup | None = None,
+) -> dict[str, Any]:
+    """The context of ``call`` for its approvers (see the module docstring)."""
+    tool = await tools.current(call.tool)
+    state = None
+    if session is not None and call.session_id is not None:
+        state = await session(origin_of(call))
+    return {
+        "tool": _tool(call, tool),
+        "rule": _rule(call, engine),
+        "arguments": {"canonical": canonical_json(call.args).decode(), "sha256": call.args_sha256},
+        "caller": {
+            "principal": call.principal,
+            "roles": list(call.principal_roles),
+            "tenant": call.tenant,
+            "client": call.client,
+        },
+        "session": _session(call, state),
+        "times": {"requested": _iso(call.created_at), "expires": _iso(call.expires_at)},
+    }
+
+
+def _tool(call: PendingCall, tool: ToolDef | None) -> dict[str, Any]:
+    if tool is None:
+        return {"name": call.tool, "server": call.server, "known": False}
+    annotations = dict(tool.annotations or {})
+    return {
+        "name": tool.name,
+        "server": tool.server,
+        "known": True,
+        "title": tool.title or annotations.get("title"),
+        "description": tool.description,
+        "annotations": {hint: annotations[hint] for hint in _HINTS if hint in annotations},
+        "annotations_trust": f"declared by server {tool.server!r}: hints it gives about "
+        "itself, not verified by the gateway",
+        "flags": list(tool.flags),
+        "definition_changed": tool.pin != call.tool_pin,
+    }
+
+
+def _rule(call: PendingCall, engine: PolicyEngine) -> dict[str, Any]:
+    if call.rule_id is None:
+        return {"id": None, "text": f"no rule matched: the policy's default ({call.reason})"}
+    try:
+        rule = engine.rule(call.rule_id)
+    except KeyError:  # the policy was reloaded without it since
+        return {"id": call.rule_id, "text": f"rule {call.rule_id!r} (no longer in the policy)"}
+    where = f"{rule.file}:{rule.line}" if rule.line is not None else rule.file
+    parts = [f"rule {rule.id!r} ({where}) holds calls of {', '.join(rule.tools or ('any tool',))}"]
+    if rule.when is not None:
+        parts.append(f"when {rule.when.source}")
+    if rule.unless is not None:
+        parts.append(f"unless {rule.unless.source}")
+    return {
+        "id": rule.id,
+        "where": where,
+        "when": rule.when.source if rule.when is not None else None,
+        "unless": rule.unless.source if rule.unless is not None else None,
+        "reason": call.reason,
+        "text": " ".join(parts) + f": {call.reason}",
+    }
+
+
+def _session(call: PendingCall, state: SessionState | None) -> dict[str, Any]:
+    if state is None:
+        return {"id": call.session_id, "recent": [], "labels": {}}
+    return {
+        "id": call.session_id,
+        "calls": state.calls,
+        "recent": [dict(entry) for entry in state.history[-RECENT_CALLS:]],
+        "labels": {name: list(tools) for name, tools in state.label_book.cel_sources().items()},
+    }
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
