@@ -14,6 +14,7 @@ import anyio.to_thread
 import graph_tools
 import httpx2
 import pytest
+from anyio.from_thread import start_blocking_portal
 from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -349,3 +350,24 @@ async def test_only_the_calling_agent_may_post_a_caller_decision(
     mine = await post(AGENT_TOKENS["http-legacy"])
     assert (mine.status_code, mine.json()["state"]) == (200, "approved")
     assert graph_tools.EXECUTED == []  # approved; it runs when the agent resumes
+
+
+def test_a_sync_agent_of_an_in_process_gateway_reviews_through_its_portal(
+    graph_config: Path,
+) -> None:
+    model = calling(("local__transfer", TO_A1), ("local__ship", PARCEL))
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(Gateway.from_config(graph_config)) as gateway,
+    ):
+        kit = GatewayToolkit.from_gateway(gateway, principal=agent_of("inprocess"), portal=portal)
+        graph = agent(model, kit, kit.get_tools())
+        request = interrupt_of(graph.invoke(USER, THREAD))
+        assert [c["allowed_decisions"] for c in request["review_configs"]] == [
+            ["approve", "edit", "reject", "respond"],
+            ["approve", "reject"],
+        ]
+        reply = {"decisions": [{"type": "approve"}, {"type": "approve"}]}
+        state = graph.invoke(Command(resume=reply), THREAD)
+    assert graph_tools.EXECUTED == [("ship", PARCEL)]  # the caller's rule only
+    assert "pass approver=" in tool_messages(state)["c1"].content
