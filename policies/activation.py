@@ -81,7 +81,8 @@ def build_context(
     if "principal" in needs:
         variables["principal"] = _pick(principal_value(principal), needs["principal"])
     if "session" in needs:
-        variables["session"] = _pick((session or SessionState("")).cel_value(), needs["session"])
+        fields = needs["session"]
+        variables["session"] = (session or SessionState("")).cel_value(fields)
     try:
         return cel.Context(variables)
     except Exception as exc:  # unconvertible argument values fail closed too

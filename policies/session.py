@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -154,18 +154,21 @@ class SessionState:
         """Forget the variable ``name``; True when it was set."""
         return self.variables.pop(name, _MISSING) is not _MISSING
 
-    def cel_value(self) -> dict[str, Any]:
-        """The value CEL sees as ``session``."""
-        return {
-            "id": self.id,
-            "calls": self.calls,
-            "tool_calls": self.tool_calls,
-            "succeeded": self.succeeded,
-            "last_args": self.last_args,
-            "groups": sorted(self.groups),
-            "labels": sorted(self.label_book.names),
-            "label_sources": self.label_book.cel_sources(),
+    def cel_value(self, fields: frozenset[str] | None = None) -> dict[str, Any]:
+        """The value CEL sees as ``session``; only ``fields`` of it when given (conditions
+        read a few, and building the others is the cost)."""
+        parts: dict[str, Callable[[], Any]] = {
+            "id": lambda: self.id,
+            "calls": lambda: self.calls,
+            "tool_calls": lambda: self.tool_calls,
+            "succeeded": lambda: self.succeeded,
+            "last_args": lambda: self.last_args,
+            "groups": lambda: sorted(self.groups),
+            "labels": lambda: sorted(self.label_book.names),
+            "label_sources": self.label_book.cel_sources,
         }
+        wanted = parts if fields is None else [name for name in fields if name in parts]
+        return {name: parts[name]() for name in wanted}
 
     def gate_key(self) -> GateKey:
         """What session gates read: the tools that succeeded, and the loaded groups.
