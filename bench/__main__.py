@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=int, default=250, help="profile: samples per second")
     parser.add_argument("--tool", choices=["echo", "big"], default="echo", help="profile: tool")
     parser.add_argument("--gil", action="store_true", help="profile: GIL holder only (Python CPU)")
+    parser.add_argument(
+        "--sessions", type=int, default=1, help="profile: sessions calling at once (default 1)"
+    )
     return parser
 
 
@@ -150,7 +153,9 @@ async def _run(args: argparse.Namespace, out: Path) -> None:
 
             for era in settings.eras:
                 calls = args.calls or (200 if args.quick else 3000)
-                run = ProfileRun(era, calls, args.tool, args.rate, args.gil, settings.audit)
+                run = ProfileRun(
+                    era, calls, args.tool, args.rate, args.gil, settings.audit, args.sessions
+                )
                 print(await profile(Path(tmp), run), flush=True)
             return
         rows = await Bench(settings, Path(tmp)).run()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.measure import Target, call_latencies, connect, quantiles
+from bench.measure import Target, call_latencies, connect, quantiles, throughput
 from bench.procs import PREFIX, gateway_launch, serve
 
 PACKAGES = (
@@ -129,16 +129,21 @@ class ProfileRun:
     rate: int = 250
     gil: bool = False
     audit: bool = True
+    sessions: int = 1
 
 
 async def profile(workdir: Path, run: ProfileRun) -> str:
-    """Run a sequential scenario against a profiled gateway; the summary as text."""
-    output = Path(tempfile.gettempdir()) / f"lockgate-bench-profile-{run.era}-{run.tool}.txt"
+    """Run a sequential scenario (or ``sessions`` concurrent ones) against a profiled gateway;
+    the summary as text."""
+    name = f"{run.era}-{run.tool}" + (f"-x{run.sessions}" if run.sessions > 1 else "")
+    output = Path(tempfile.gettempdir()) / f"lockgate-bench-profile-{name}.txt"
     output.unlink(missing_ok=True)
     args = CALLS[run.tool]
     launch = gateway_launch(workdir, 3, audit=run.audit)
     with serve([launch], workdir / "processes.log") as (gateway,):
         target = Target("gateway", "http", gateway.url, PREFIX)
+        if run.sessions > 1:
+            return await _concurrent(target, gateway.pid, run, output)
         async with connect(target, run.era) as (client, _):
             await call_latencies(client, target.tool(run.tool), args, max(20, run.calls // 10))
             with recording(gateway.pid, output, run.rate, gil=run.gil):
@@ -149,3 +154,18 @@ async def profile(workdir: Path, run: ProfileRun) -> str:
         f"p50 {q['p50']:.0f} µs, p99 {q['p99']:.0f} µs"
     )
     return head + f"\nraw stacks: {output}\n" + summary(read_stacks(output))
+
+
+async def _concurrent(target: Target, pid: int, run: ProfileRun, output: Path) -> str:
+    """``run.sessions`` sessions calling at once, ``run.calls`` calls in all, while recorded."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            (await stack.enter_async_context(connect(target, run.era)))[0]
+            for _ in range(run.sessions)
+        ]
+        tool, args = target.tool(run.tool), CALLS[run.tool]
+        await throughput(clients, tool, args, max(run.sessions, run.calls // 10))
+        with recording(pid, output, run.rate, gil=run.gil):
+            rate = await throughput(clients, tool, args, run.calls)
+    head = f"{run.calls} {run.tool} calls over HTTP ({run.era}), {run.sessions} sessions: "
+    return head + f"{rate:,.0f} calls/s\nraw stacks: {output}\n" + summary(read_stacks(output))
