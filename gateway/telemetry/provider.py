@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.sampling import (
 
 from gateway.approvals.writes import PendingListener
 from gateway.config.telemetry import SamplingConfig, TelemetryConfig
+from gateway.telemetry.export_warnings import QUIET, WarnOnce
 from gateway.telemetry.faces import RequestSpanMiddleware
 from gateway.telemetry.holds import HeldMarks, HoldSpans
 from gateway.telemetry.requests import RequestSpans
@@ -73,6 +74,19 @@ def _exporter(config: TelemetryConfig) -> SpanExporter:
     return OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=config.export_timeout)
 
 
+def _endpoint(config: TelemetryConfig, exporter: SpanExporter) -> str:
+    """Where spans go, for the log: the OTLP exporter's URL, else the config's, else the
+    ``OTEL_*`` one, else the default."""
+    env = os.environ
+    return (
+        str(getattr(exporter, "_endpoint", "") or "")
+        or config.endpoint
+        or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or "the default OTLP endpoint (localhost)"
+    )
+
+
 def _resource(config: TelemetryConfig, version: str) -> Resource:
     attributes: dict[str, str] = {"service.version": version}
     if config.service_name is not None:
@@ -92,8 +106,10 @@ class Telemetry:
         self.provider = TracerProvider(
             sampler=_sampler(config.sampling), resource=_resource(config, version)
         )
+        QUIET.install()  # a collector outage is warned about once, by `WarnOnce`
+        exporter = exporter or _exporter(config)
         self.processor = BatchSpanProcessor(
-            exporter or _exporter(config),
+            WarnOnce(exporter, _endpoint(config, exporter)),
             max_queue_size=config.max_queue_size,
             schedule_delay_millis=config.schedule_delay * 1000,
             max_export_batch_size=min(config.max_export_batch_size, config.max_queue_size),
@@ -129,4 +145,7 @@ class Telemetry:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await anyio.to_thread.run_sync(self.provider.shutdown)
+        try:
+            await anyio.to_thread.run_sync(self.provider.shutdown)
+        finally:
+            QUIET.remove()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gateway_faces import FACES, Face, open_face
@@ -58,7 +59,7 @@ async def test_every_request_of_a_session_gets_a_server_span_named_per_the_mcp_c
 @pytest.mark.parametrize("face", FACES)
 async def test_a_listing_continues_the_callers_trace(face: Face, tmp_path: Path) -> None:
     trace_id, caller = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-    meta = {"traceparent": f"00-{trace_id}-{caller}-01"}
+    meta: Any = {"traceparent": f"00-{trace_id}-{caller}-01"}
     async with OTLPReceiver() as receiver:
         config = traced_config(tmp_path, receiver.endpoint)
         async with open_face(face, config) as client:
