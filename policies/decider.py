@@ -69,6 +69,7 @@ class PolicyDecider:
         that succeeded adds its tool's source labels to the session."""
         state = self.sessions.get(ctx)
         state.record(tool.name, args, ok=ok)
+        state.tenant = ctx.principal.tenant
         labels = ctx.decision.labels if ctx.decision is not None else None
         if ok and labels is not None and labels.adds:
             source = LabelSource(call_id=ctx.call_id, tool=tool.name, at=time.time())

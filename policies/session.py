@@ -34,6 +34,7 @@ class _Stored(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)
     history: list[dict[str, Any]] = Field(default_factory=list)
     labels: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    tenant: str | None = None
 
 
 def _args_digest(args: Mapping[str, Any]) -> str | None:
@@ -68,6 +69,8 @@ class SessionState:
             ``{"tool": NAME, "args_sha256": HEX or None, "ok": BOOL}``.
         label_book: The data-flow labels the session touched, with the calls that brought
             each in (``session.labels``, ``session.label_sources``); `labels` is their names.
+        tenant: The tenant of the session's caller (set as calls are recorded): only its
+            approvers see and clear the session's labels.
     """
 
     __slots__ = (
@@ -78,6 +81,7 @@ class SessionState:
         "label_book",
         "last_args",
         "succeeded",
+        "tenant",
         "tool_calls",
         "variables",
     )
@@ -92,6 +96,7 @@ class SessionState:
         self.variables: dict[str, Any] = {}
         self.history: list[dict[str, Any]] = []
         self.label_book = SessionLabels()
+        self.tenant: str | None = None
 
     def record(self, tool_name: str, args: Mapping[str, Any], *, ok: bool = True) -> None:
         """Count one answered call of ``tool_name``; ``ok``: its result was not an error.
@@ -192,6 +197,7 @@ class SessionState:
             "variables": dict(self.variables),
             "history": [dict(entry) for entry in self.history],
             "labels": self.label_book.to_json(),
+            "tenant": self.tenant,
         }
 
     @classmethod
@@ -210,6 +216,7 @@ class SessionState:
         state.groups = set(stored.groups)
         state.variables = dict(stored.variables)
         state.history = list(stored.history[-HISTORY_LIMIT:])
+        state.tenant = stored.tenant
         try:
             state.label_book = SessionLabels.from_json(stored.labels)
         except (KeyError, TypeError, ValueError) as exc:

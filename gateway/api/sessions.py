@@ -47,7 +47,7 @@ class _Sessions:
         principal = request.query_params.get("principal")
         if not principal:
             raise BadRequest("the query parameter principal is required (the session's caller)")
-        shown = await self.clearing.show(principal, request.path_params["id"])
+        shown = await self.clearing.show(principal, request.path_params["id"], who=who)
         return JSONResponse(shown)
 
     async def clear(self, request: Request, who: Principal) -> Response:

@@ -65,4 +65,5 @@ def merge(
         "variables": _changes(b["variables"], m["variables"], t["variables"]),
         "history": (t["history"] + appended)[-HISTORY_LIMIT:],
         "labels": merge_labels(b["labels"], m["labels"], t["labels"]),
+        "tenant": m["tenant"] if m["tenant"] is not None else t["tenant"],
     }

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from gateway.events.model import Event
 from gateway.sessions.book import SessionBook
+from policies.session import SessionState
 from policies.session_labels import label_problem
 from toolsets.context import CallContext, Principal
 
@@ -41,9 +42,11 @@ class LabelClearing:
         self.book = book
         self.record = record
 
-    async def show(self, principal: str, session: str) -> dict[str, Any]:
-        """The labels of ``principal``'s session ``session``."""
-        return session_labels_json(await self.book.ensure(_context(principal, session)))
+    async def show(self, principal: str, session: str, *, who: Principal) -> dict[str, Any]:
+        """The labels of ``principal``'s session ``session``, as approver ``who`` may see them
+        (a session of another tenant shows none)."""
+        state = await self.book.ensure(_context(principal, session))
+        return session_labels_json(state if state.tenant == who.tenant else SessionState(""))
 
     async def clear(
         self,
@@ -65,7 +68,7 @@ class LabelClearing:
         ctx = _context(principal, session)
         state = await self.book.ensure(ctx)
         carried = state.labels if names is None else state.labels & names
-        if not carried:
+        if not carried or state.tenant != by.tenant:  # another tenant's: as if it had none
             return frozenset()
         shown = session_labels_json(state)
         await self.record(
@@ -78,6 +81,7 @@ class LabelClearing:
                     "sources": {name: shown["sources"][name] for name in sorted(carried)},
                     "cleared_by": by.id,
                     "reason": reason,
+                    **({"tenant": state.tenant} if state.tenant is not None else {}),
                 },
             )
         )

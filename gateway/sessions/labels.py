@@ -23,5 +23,6 @@ class SessionLabelSink:
         if not labels:
             return
         state = await self.book.ensure(ctx)
+        state.tenant = ctx.principal.tenant
         state.add_labels(labels, LabelSource(call_id=ctx.call_id, tool=source, at=time.time()))
         self.book.changed(ctx)

@@ -80,18 +80,23 @@ def sent(tmp_path: Path) -> str:
 AGENT_TOKEN: Final = "dataflow-agent-token"
 APPROVER: Final = "user:alice"
 APPROVER_TOKEN: Final = "dataflow-approver-token"
+OTHER_TENANT_TOKEN: Final = "dataflow-globex-approver-token"
 
 
 def served_config(tmp_path: Path, policy: str = TRIFECTA_POLICY) -> Path:
-    """`dataflow_config` with tokens (agent ``agent:bot``, approver ``user:alice``), SQLite
-    approvals and the audit log in ``tmp_path``."""
+    """`dataflow_config` with tokens (agent ``agent:bot`` and approver ``user:alice`` of
+    tenant acme, approver ``user:eve`` of tenant globex), SQLite approvals and the audit log in
+    ``tmp_path``."""
     return dataflow_config(
         tmp_path,
         policy,
         approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
         auth={
-            "agents": [{"id": "agent:bot", "token": AGENT_TOKEN}],
-            "approvers": [{"id": APPROVER, "token": APPROVER_TOKEN, "roles": ["approver"]}],
+            "agents": [{"id": "agent:bot", "token": AGENT_TOKEN, "tenant": "acme"}],
+            "approvers": [
+                {"id": APPROVER, "token": APPROVER_TOKEN, "roles": ["approver"], "tenant": "acme"},
+                {"id": "user:eve", "token": OTHER_TENANT_TOKEN, "tenant": "globex"},
+            ],
         },
         events={"audit": {"path": str(tmp_path / "audit.db")}},
     )

@@ -19,6 +19,7 @@ from dataflow_support import (
     APPROVER,
     APPROVER_TOKEN,
     FETCH,
+    OTHER_TENANT_TOKEN,
     READ,
     SEND,
     sent,
@@ -111,3 +112,24 @@ async def test_clearing_needs_a_reason_and_valid_label_names(tmp_path: Path) -> 
     assert no_reason.status_code == 422
     assert bad_name.status_code == 400
     assert "invalid label 'Not A Label'" in bad_name.json()["detail"]
+
+
+async def test_an_approver_of_another_tenant_neither_sees_nor_clears_the_labels(
+    tmp_path: Path,
+) -> None:
+    gateway = Gateway.from_config(served_config(tmp_path))
+    body = {"principal": "agent:bot", "reason": "not mine to clear"}
+    async with serve_asgi(build_app(gateway)) as base, _agent(f"{base}/mcp") as agent:
+        await agent.call_tool(FETCH, {"url": "https://x.example"})
+        await agent.call_tool(READ, {"path": "secrets.txt"})
+        async with _api(base, OTHER_TENANT_TOKEN) as eve, _api(base, APPROVER_TOKEN) as alice:
+            seen_by_eve = await eve.get(f"/api/sessions/{SESSION}/labels?principal=agent:bot")
+            cleared_by_eve = await eve.post(f"/api/sessions/{SESSION}/labels/clear", json=body)
+            seen_by_alice = await alice.get(f"/api/sessions/{SESSION}/labels?principal=agent:bot")
+        held = await agent.call_tool(SEND, {"to": "a@example.com", "body": "x"})
+    assert seen_by_eve.json() == {"labels": [], "sources": {}}
+    assert cleared_by_eve.json() == {"cleared": []}
+    assert seen_by_alice.json()["labels"] == ["private", "untrusted"]
+    assert held.is_error
+    assert sent(tmp_path) == ""
+    assert audited(tmp_path, "session.labels_cleared") == []
