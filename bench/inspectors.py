@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import statistics
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -137,7 +138,43 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+async def inspection_cpu(batches: int = 9) -> str:
+    """CPU µs one call spends in the built-in inspection (arguments and result), in process,
+    as a Markdown table: echo (its texts cached after the first call) and 256 KiB results, of
+    ``x`` (the bench upstream's ``big``) and of prose with numbers (a different text each call,
+    so every call scans it in full)."""
+    from gateway.config.inspectors import InspectorConfig
+    from gateway.inspectors import build_inspection
+    from toolsets import CallContext, ToolDef, ToolResult
+
+    inspection = build_inspection({"builtin": InspectorConfig.model_validate(INSPECTOR)})
+    assert inspection is not None
+    ctx = CallContext()
+    echo, big = ToolDef(name="up__echo", server="up"), ToolDef(name="up__big", server="up")
+    answer = ToolResult.text(CASES["echo"]["text"])
+    rows = []
+    prose = "Lorem ipsum dolor sit amet, 42 consectetur adipiscing elit. " * 4370
+    cases = (("echo", 2000, ""), ("big (256 KiB of x)", 5, "x" * 256 * 1024))
+    for name, calls, filler in (*cases, ("big (256 KiB of prose with numbers)", 5, prose)):
+        samples = []
+        for batch in range(batches):
+            texts = [f"{batch}-{i} " + filler for i in range(calls)]
+            started = time.process_time()
+            for index in range(calls):
+                if name == "echo":
+                    await inspection.arguments(echo, CASES["echo"], ctx)
+                    await inspection.result(echo, answer, ctx)
+                else:
+                    await inspection.result(big, ToolResult.text(texts[index]), ctx)
+            samples.append((time.process_time() - started) / calls * 1e6)
+        rows.append(f"| {name} | {statistics.median(samples):,.0f} |")
+    return "\n".join(["| call | inspection CPU µs per call |", "|---|---:|", *rows])
+
+
 async def main(options: argparse.Namespace) -> None:
+    if options.cpu:
+        print(await inspection_cpu())
+        return
     global PARTS
     PARTS = tuple(options.on)
     rows = []
@@ -155,4 +192,5 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--eras", nargs="+", choices=list(ERAS), default=list(ERAS))
     parser.add_argument("--on", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--cpu", action="store_true", help="in-process inspection CPU only")
     anyio.run(main, parser.parse_args())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from gateway.inspectors.base import Scan, ScanRequest
@@ -11,6 +12,9 @@ __all__ = ["BuiltinInspector"]
 
 RESULTS_ONLY = frozenset({"prompt-injection"})
 """Detectors that look at results only (an agent's arguments are not content it read)."""
+DIGITS_NEEDED = frozenset({"card", "iban", "national-id", "phone"})
+"""Detectors whose every match holds a digit: a text without one skips them."""
+_DIGIT = re.compile(r"\d")
 
 
 class BuiltinInspector:
@@ -24,8 +28,11 @@ class BuiltinInspector:
 
     async def scan(self, text: str, request: ScanRequest) -> Scan:
         spans: list[Span] = []
+        digits = _DIGIT.search(text) is not None
         for name, detect in self.detectors:
             if name in RESULTS_ONLY and request.direction != "results":
+                continue
+            if name in DIGITS_NEEDED and not digits:
                 continue
             for span in detect(text):
                 if not any(span.start < kept.end and kept.start < span.end for kept in spans):
