@@ -48,11 +48,11 @@ async def test_each_vote_of_a_two_stage_approval_is_an_event_on_the_hold_span(
                 held = await agent.call_tool(
                     "echo__echo", {"text": value}, meta={"lockgate/hold": 0}
                 )
-                approval_id = pending_meta(held)["id"]
-                for token in (ALICE_TOKEN, CTO_TOKEN):
-                    async with api_client(base, token) as api:
-                        response = await decide(api, approval_id, "approve")
-                        assert response.status_code == 200, response.text
+            approval_id = pending_meta(held)["id"]
+            for token in (ALICE_TOKEN, CTO_TOKEN):
+                async with api_client(base, token) as api:
+                    response = await decide(api, approval_id, "approve")
+                    assert response.status_code == 200, response.text
         hold = await receiver.wait_for_span(lambda s: s["name"] == "lockgate.hold")
     votes = [e["attributes"] for e in hold["events"] if e["name"] == "vote"]
     assert [(v["lockgate.approver"], v["lockgate.stage"]) for v in votes] == [
