@@ -35,6 +35,7 @@ export function buildCard(call) {
   setText(node, "principal", withRoles(call.principal, call.principal_roles));
   setText(node, "session", call.session_id || "none (no session)");
   setText(node, "reason", call.reason || "(no reason given)");
+  row(node, "why", (call.rule_id || "the policy's default") + ": " + (call.reason || "(no reason given)"));
   setText(node, "rule", call.rule_id || "(default)");
   setText(node, "id", call.id);
   setText(node, "args", json(call.args));
@@ -52,6 +53,31 @@ function waitingText(call) {
     : "no: it was answered \u201cpending\u201d and gets the outcome when it re-issues the call";
 }
 
+// The context pack (GET /api/approvals/{id}): what the tool does, why the call was held, the
+// client asking and what the session did before. Untrusted text goes in as text, made visible.
+export function fillContext(node, context) {
+  if (!context) return;
+  const tool = context.tool || {};
+  const does = node.querySelector(".does");
+  does.textContent = visible(tool.known
+    ? (tool.title ? tool.title + ": " : "") + (tool.description || "(no description)")
+    : "This tool is not served now (its server may be down, or its definition waits for review).");
+  does.hidden = false;
+  row(node, "why", context.rule?.text);
+  const hints = Object.entries(tool.annotations || {}).map(([k, v]) => k + "=" + v).join(", ");
+  row(node, "hints", tool.known ? (hints || "none") + " (" + tool.annotations_trust + ")" : "");
+  row(node, "flags", (tool.flags || []).join(", "));
+  const client = context.caller?.client;
+  const said = client && ([client.name, client.version].filter(Boolean).join(" ") || "a client with no name");
+  row(node, "client", client ? said + " (" + [client.transport, client.protocol_version].filter(Boolean).join(", ") + ")" : "");
+  const session = context.session || {};
+  row(node, "before", (session.recent || []).map((c) => c.tool + (c.ok ? "" : " (failed)")).join(", "));
+  row(node, "labels", Object.entries(session.labels || {})
+    .map(([label, tools]) => label + " (via " + tools.join(", ") + ")").join("; "));
+  row(node, "digest", "sha256:" + (context.arguments?.sha256 || ""));
+  node.dataset.search += " " + [tool.description, context.rule?.text, client?.name].filter(Boolean).join(" ").toLowerCase();
+}
+
 // The labels that change while a call waits (refetched, or told by an event).
 export function refreshCard(node, call) {
   row(node, "waiting", waitingText(call));
@@ -64,7 +90,7 @@ export function refreshCard(node, call) {
 
 // The clock labels, every second.
 export function tickCard(node, call) {
-  node.querySelector(".requested").textContent = ago(call.created_at);
+  node.querySelector(".requested").textContent = ago(call.created_at) + " (at " + clock(call.created_at) + ")";
   node.querySelector(".expires").textContent = left(call.expires_at);
   node.classList.toggle("soon", call.expires_at - now() < 60);
 }

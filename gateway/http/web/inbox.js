@@ -4,7 +4,7 @@
 // text of a few labels.
 import { updateControls, wire } from "./actions.js";
 import { announce, api, ApiError } from "./api.js";
-import { buildCard, recordOf, refreshCard, retire, tickCard } from "./cards.js";
+import { buildCard, fillContext, recordOf, refreshCard, retire, tickCard } from "./cards.js";
 import { applyFilters, remember } from "./filters.js";
 import { viewer } from "./people.js";
 import { now } from "./text.js";
@@ -45,15 +45,18 @@ function steady(change) {
 function addPending(call) {
   if (pending.has(call.id) || decided.has(call.id) || call.state !== "pending") return;
   const node = buildCard(call);
+  if (call.context) fillContext(node, call.context);  // looked up one by one: it came along
   pending.set(call.id, { node, call });
   wire(node, call, { decided: ownDecision, voted: updatePending, check });
   remember(call);
   // Newest first, as the API lists them.
   const list = $("calls");
   const after = [...list.children].find((n) => pending.get(n.dataset.id)?.call.created_at < call.created_at);
-  steady(() => list.insertBefore(node, after || null));
+  steady(() => { list.insertBefore(node, after || null); updateEmpty(); });
   announce("New call waiting: " + call.tool + " for " + call.principal);
-  updateEmpty();
+  if (!call.context) {
+    api(path(call.id)).then((full) => steady(() => fillContext(node, full.context))).catch(() => {});
+  }
 }
 
 // New facts about a pending call (a vote, waiting changed): labels only.
@@ -61,8 +64,7 @@ function updatePending(call) {
   const entry = pending.get(call.id);
   if (!entry || call.state !== "pending") return;
   entry.call = call;
-  refreshCard(entry.node, call);
-  updateControls(entry.node, call);
+  steady(() => { refreshCard(entry.node, call); updateControls(entry.node, call); });
 }
 
 // Moves an item to History with its outcome; a pending item keeps its node (now read-only).
