@@ -2,10 +2,12 @@
 ``tasks/get`` at its suggested interval, writes each status change to the store (so every
 replica answers for it), passes on a cancel request that any replica recorded, and, at the end,
 fetches the result and checks the tool's pin again (a changed definition: the result is
-quarantined, the task fails naming the pin review)."""
+quarantined, the task fails naming the pin review). A task past its ttl is cancelled upstream
+and no longer followed."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -69,7 +71,7 @@ class TaskFollower:
         """Follow the task to its end; every failure to reach the server ends it as failed."""
         upstream_id = self.record.upstream_task_id
         assert upstream_id is not None  # only upstream tasks are followed
-        while True:
+        while not self.record.expired():  # an expired task is gone: it is not followed further
             try:
                 task = await self._upstream.tasks.get(upstream_id)
                 await self._pass_cancel(upstream_id)
@@ -85,6 +87,8 @@ class TaskFollower:
             ):
                 await self._move(_status(task.status), task.status_message)
             await self._pause(task.poll_interval_ms)
+        with contextlib.suppress(MCPError, UpstreamError, OSError, anyio.BrokenResourceError):
+            await self._upstream.tasks.cancel(upstream_id)  # nobody can read it any more
 
     async def _pause(self, poll_ms: int | None) -> None:
         seconds = min(MAX_POLL, max(MIN_POLL, (poll_ms or 500) / 1000))

@@ -10,6 +10,7 @@ import anyio
 import mcp_types as types
 import pytest
 from gateway_faces import FACES, Face, serve_gateway
+from mcp.shared.exceptions import MCPError
 from support import write_config
 from tasks_client import (
     call_as_task,
@@ -73,3 +74,41 @@ async def test_a_2025_session_hears_its_tasks_status_under_the_gateway_id(
             await completed.wait()
     assert {note.task_id for note in heard} == {task_id}
     assert heard[-1].status == "completed"
+
+
+LEGACY_FACES = [p for p in FACES if p.values[0].mode == "legacy"]
+
+
+@pytest.mark.parametrize("face", LEGACY_FACES)
+async def test_a_task_call_to_a_tool_without_task_support_is_a_task_that_already_ended(
+    tmp_path: Path, face: Face
+) -> None:
+    config = write_config(tmp_path, [tasks_upstream("legacy")])
+    with anyio.fail_after(60):
+        async with (
+            serve_gateway(config) as url,
+            open_tasks_client(face, config=config, url=url) as client,
+        ):
+            created = await call_as_task(client, "jobs__release", {"key": "none"})
+            result = await request(client, "tasks/result", created["taskId"])
+    assert created["status"] == "completed"
+    assert created["taskId"].startswith("lgt_")
+    assert result["content"][0]["text"] == "0"
+
+
+@pytest.mark.parametrize("face", LEGACY_FACES)
+async def test_a_task_past_its_ttl_is_answered_as_missing(tmp_path: Path, face: Face) -> None:
+    config = write_config(tmp_path, [tasks_upstream("legacy")])
+    with anyio.fail_after(60):
+        async with (
+            serve_gateway(config) as url,
+            open_tasks_client(face, config=config, url=url) as client,
+        ):
+            kept = await call_as_task(client, "jobs__job", {"key": "kept"}, ttl=600_000)
+            brief = await call_as_task(client, "jobs__job", {"key": "brief"}, ttl=1)
+            with pytest.raises(MCPError) as gone:
+                await request(client, "tasks/get", brief["taskId"])
+            still = await request(client, "tasks/get", kept["taskId"])
+    assert gone.value.error.code == -32602
+    assert "not found" in gone.value.error.message
+    assert still["status"] == "working"
