@@ -20,6 +20,7 @@ __all__ = [
     "MCP_SESSION_ID",
     "NETWORK_TRANSPORT",
     "OPERATION",
+    "PARENT_CALL",
     "PRINCIPAL",
     "PROMPT_NAME",
     "RESOURCE_URI",
@@ -49,4 +50,5 @@ APPROVER: Final = "lockgate.approver"
 DECISION: Final = "lockgate.decision"
 PRINCIPAL: Final = "lockgate.principal"
 SERVER: Final = "lockgate.server"
+PARENT_CALL: Final = "lockgate.parent_call_id"
 STEP: Final = "lockgate.step"

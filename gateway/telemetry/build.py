@@ -50,4 +50,5 @@ def build_telemetry(config: GatewayConfig, *, version: str = "0.1.0") -> Telemet
     from gateway.telemetry.provider import Telemetry
 
     log.info("tracing on: OTLP %s", settings.protocol or "per OTEL_EXPORTER_OTLP_PROTOCOL")
-    return Telemetry(settings, version=version)
+    scripts = frozenset(s.name for s in config.enabled_servers() if s.transport == "script")
+    return Telemetry(settings, version=version, scripts=scripts)

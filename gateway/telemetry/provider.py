@@ -28,10 +28,12 @@ from opentelemetry.sdk.trace.sampling import (
 
 from gateway.approvals.writes import PendingListener
 from gateway.config.telemetry import SamplingConfig, TelemetryConfig
+from gateway.scripts.host import ToolCalls
 from gateway.telemetry.export_warnings import QUIET, WarnOnce
 from gateway.telemetry.faces import RequestSpanMiddleware
 from gateway.telemetry.holds import HeldMarks, HoldSpans
 from gateway.telemetry.requests import RequestSpans
+from gateway.telemetry.scripts import TracedSubCalls
 from gateway.telemetry.steps import StepSpans
 
 __all__ = ["Telemetry"]
@@ -101,7 +103,12 @@ class Telemetry:
     nothing, leaving flushes what is queued (bounded by the export timeout) and shuts down."""
 
     def __init__(
-        self, config: TelemetryConfig, *, version: str, exporter: SpanExporter | None = None
+        self,
+        config: TelemetryConfig,
+        *,
+        version: str,
+        exporter: SpanExporter | None = None,
+        scripts: frozenset[str] = frozenset(),
     ) -> None:
         self.provider = TracerProvider(
             sampler=_sampler(config.sampling), resource=_resource(config, version)
@@ -118,7 +125,7 @@ class Telemetry:
         self.provider.add_span_processor(self.processor)
         tracer = self.provider.get_tracer(_SCOPE, version)
         self.requests = RequestSpans(tracer)
-        self.steps = StepSpans(tracer)
+        self.steps = StepSpans(tracer, scripts)
         self.held = HeldMarks()
         self._tracer = tracer
 
@@ -127,6 +134,10 @@ class Telemetry:
     ) -> RequestSpanMiddleware:
         """The downstream server's middleware opening a span per request (`faces`)."""
         return RequestSpanMiddleware(self.requests, transport, session_of)
+
+    def sub_calls(self, calls: ToolCalls) -> ToolCalls:
+        """``calls`` (where scripts' sub-calls enter the chain) with a span per sub-call."""
+        return TracedSubCalls(calls, self._tracer)
 
     def hold_spans(self, then: PendingListener) -> PendingListener:
         """A pending-store listener writing hold spans, then telling ``then``."""

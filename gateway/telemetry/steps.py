@@ -17,8 +17,10 @@ from toolsets.context import CallContext
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["UPSTREAM_STEP", "StepSpans"]
+__all__ = ["SCRIPT_SPAN", "UPSTREAM_STEP", "StepSpans"]
 
+SCRIPT_SPAN: Final = "lockgate.script"
+"""A script tool's run (its upstream step), named ``lockgate.script {tool}``."""
 UPSTREAM_STEP: Final = "upstream"
 """The step that calls the tool's server: a client span named like the MCP request it sends."""
 
@@ -52,15 +54,20 @@ def _decided(ctx: CallContext) -> None:
 
 
 class StepSpans:
-    """Implements `toolsets.traced.StepTracer` with an OpenTelemetry tracer."""
+    """Implements `toolsets.traced.StepTracer` with an OpenTelemetry tracer; the upstream step
+    of a tool of one of ``scripts`` (script servers) is the script's run, not an MCP call."""
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: Tracer, scripts: frozenset[str] = frozenset()) -> None:
         self.tracer = tracer
+        self.scripts = scripts
 
     @contextmanager
     def step(self, step: str, name: str, tool: ToolDef, ctx: CallContext) -> Iterator[_Open]:
         _decided(ctx)
-        if step == UPSTREAM_STEP:
+        if step == UPSTREAM_STEP and tool.server in self.scripts:
+            span_name, kind = f"{SCRIPT_SPAN} {name}", SpanKind.INTERNAL
+            attributes = {attr.STEP: "script", attr.TOOL_NAME: name, attr.SERVER: tool.server}
+        elif step == UPSTREAM_STEP:
             span_name, kind = f"tools/call {tool.upstream_name}", SpanKind.CLIENT
             attributes = {
                 attr.MCP_METHOD: "tools/call",
