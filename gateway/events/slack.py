@@ -33,7 +33,7 @@ def slack_body(event: Event, link: str | None) -> bytes:
         text = (
             f"*Held for approval:* `{tool}` for `{who}` (rule `{rule}`): "
             f"{_escape(data.get('reason') or '')}.{card} "
-            f"Or: `lockgate approvals approve {id}`"
+            f"Or: `lockgate approvals approve {id}`" + _context_lines(data.get("tool_context"))
         )
     elif event.type == "tool.approval.resolved":
         text = (
@@ -44,3 +44,22 @@ def slack_body(event: Event, link: str | None) -> bytes:
         subject = f" `{tool}` by `{who}`" if tool else ""
         text = f"`{_escape(event.type)}`{subject}"
     return json.dumps({"text": text}, ensure_ascii=False).encode()
+
+
+def _context_lines(context: Any) -> str:
+    """What the tool does, its hints (the server's claims) and flags, and the client asking."""
+    if not isinstance(context, dict):
+        return ""
+    lines = []
+    if context.get("description"):
+        lines.append(f"> {_escape(context['description'])}")
+    hints = ", ".join(f"{k}={v}" for k, v in (context.get("hints") or {}).items())
+    if hints:
+        lines.append(f"Hints (the server's own claims): {_escape(hints)}")
+    if context.get("flags"):
+        lines.append(f"*Flags:* {_escape(', '.join(context['flags']))}")
+    client = context.get("client") or {}
+    named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k))
+    if named:
+        lines.append(f"Client: {_escape(named)}")
+    return "".join("\n" + line for line in lines)

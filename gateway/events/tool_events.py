@@ -214,8 +214,27 @@ def approval_requested(
     waits up to ``hold_seconds`` before it is answered "pending")."""
     data = _with_args(tool, ctx, args, decision)
     data.update(approval_id=approval_id, reason=redact(reason), expires_at=expires_at)
-    data.update(hold_seconds=hold_seconds)
+    data.update(hold_seconds=hold_seconds, tool_context=_tool_context(tool, ctx))
     return Event(type="tool.approval.requested", data=data)
+
+
+_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_DESCRIPTION_CUT = 300
+
+
+def _tool_context(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
+    """What a notification tells an approver of the tool and the client asking: the start of
+    the tool's description, its hints (the server's own claims) and the client's name."""
+    annotations = tool.annotations or {}
+    description = " ".join((tool.description or "").split())
+    if len(description) > _DESCRIPTION_CUT:
+        description = description[:_DESCRIPTION_CUT] + "…"
+    return {
+        "description": description or None,
+        "hints": {hint: annotations[hint] for hint in _HINTS if hint in annotations},
+        "flags": list(tool.flags),
+        "client": {"name": ctx.client.name, "version": ctx.client.version},
+    }
 
 
 def approval_resolved(

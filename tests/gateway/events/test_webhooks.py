@@ -23,11 +23,13 @@ from starlette.types import ASGIApp
 from gateway.config.events import WebhookConfig
 from gateway.config.urls import UnsafeURL
 from gateway.events import MASK, Event, EventBus
+from gateway.events.slack import slack_body
 from gateway.events.tool_events import SimpleDecision, approval_requested, tool_call
 from gateway.events.urlcheck import check_resolved
 from gateway.events.webhooks import WebhookSink
 from gateway.metrics import Metrics
 from toolsets import CallContext, Principal, ToolDef
+from toolsets.context import ClientInfo
 
 Server = Callable[[ASGIApp], AbstractAsyncContextManager[str]]
 KEY = b"0123456789abcdef0123456789abcdef"
@@ -235,3 +237,33 @@ async def test_a_slack_format_webhook_gets_a_readable_signed_message_linking_the
     assert "(rule `sensitive-writes`): writes to a secrets file." in text
     assert "<https://gw.example.com/approvals#ap_123|Open the card>" in text
     assert text.endswith("`lockgate approvals approve ap_123`")
+
+
+def test_a_slack_message_tells_what_the_tool_does_its_claims_flags_and_the_client() -> None:
+    tool = ToolDef(
+        name="files__delete",
+        server="files",
+        description="Delete a file. <b>Irreversible</b>.",
+        annotations={"destructiveHint": True, "title": "Delete"},
+        flags=("sensitive-path",),
+    )
+    client = ClientInfo(name="claude-code", version="2.1", transport="http")
+    held = approval_requested(
+        tool,
+        CallContext(principal=Principal(id="agent:a"), client=client),
+        {"path": "/srv/x"},
+        SimpleDecision("ask", "deletes"),
+        approval_id="ap_9",
+        reason="deleting",
+    )
+
+    text = json.loads(slack_body(held, None))["text"]
+
+    assert held.data["tool_context"]["hints"] == {"destructiveHint": True}
+    lines = text.split("\n")[1:]
+    assert lines == [
+        "> Delete a file. &lt;b&gt;Irreversible&lt;/b&gt;.",
+        "Hints (the server's own claims): destructiveHint=True",
+        "*Flags:* sensitive-path",
+        "Client: claude-code 2.1",
+    ]
