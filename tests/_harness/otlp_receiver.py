@@ -176,14 +176,15 @@ class OTLPReceiver:
     async def _receive(self, request: Request) -> Response:
         self.requests += 1
         self._arrived.set()
+        status, delay = self.status, self.delay  # as set when the request arrived
         raw = _inflate(await request.body(), request.headers.get("content-encoding", ""))
-        if self.delay:
-            with anyio.move_on_after(self.delay):  # the behaviour: a slow collector
+        if delay:
+            with anyio.move_on_after(delay):  # the behaviour: a slow collector
                 await self._closing.wait()
         if self._closing.is_set():
             return Response("shutting down", status_code=503)
-        if self.status != 200:
-            return Response(status_code=self.status)
+        if status != 200:
+            return Response(status_code=status)
         if "json" in request.headers.get("content-type", ""):
             return Response("only application/x-protobuf", status_code=415)
         path = request.url.path

@@ -1,9 +1,10 @@
-"""A collector that is down, slow or hanging never slows a call, nor makes the export queue grow
-past its bound."""
+"""A collector that is down, slow, hanging or failing never slows a call, never makes the export
+queue grow past its bound, and is warned about once, not per call or per batch."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -24,7 +25,7 @@ ROUNDS = 3
 def gateway_config(directory: Path, **telemetry: Any) -> Path:
     """An echo gateway; with ``telemetry`` keys, tracing every call to their endpoint."""
     directory.mkdir()
-    sections: dict[str, Any] = {"approvals": {"store": "memory"}}
+    sections: dict[str, Any] = {"approvals": {"store": "memory"}, "startup_wait": 30}
     if telemetry:
         sections["telemetry"] = {"sampling": {"sampler": "always_on"}, **telemetry}
     return write_config(directory, [echo_upstream()], **sections)
@@ -95,3 +96,24 @@ async def test_the_export_queue_stays_bounded_while_the_collector_hangs(tmp_path
             receiver.delay = 0  # the collector recovers: what the queue held is exported
         received = len(receiver.spans)  # the gateway is closed: its queue was flushed
     assert 0 < received <= queue + batch  # the queue, and the batch in flight retried
+
+
+async def test_a_failing_collector_is_warned_about_once_not_per_call_or_batch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with OTLPReceiver() as receiver:
+        receiver.status = 500  # refuses every export at once (not a status worth retrying)
+        config = gateway_config(tmp_path / "gw", endpoint=receiver.endpoint, schedule_delay=0.05)
+        with caplog.at_level(logging.WARNING):
+            async with client_of(config) as client:
+                for batches in range(1, 5):  # four refused exports at least
+                    await echo(client)
+                    await receiver.wait_for_requests(batches)
+    about_export = [
+        r
+        for r in caplog.records
+        if r.levelno >= logging.WARNING
+        and ("telemetry" in r.name or r.name.startswith("opentelemetry") or "export" in r.message)
+    ]
+    assert len(about_export) == 1, [r.getMessage() for r in about_export]
+    assert receiver.endpoint in about_export[0].getMessage()
