@@ -89,3 +89,14 @@ async def test_a_callers_trace_runs_through_lockgate_into_the_upstream(
             lambda s: s["kind"] == "SERVER" and s["parent_span_id"] == caller_span
         )
     assert root["trace_id"] == theirs["trace_id"] == trace_id
+
+
+@pytest.mark.parametrize("face", FACES)
+async def test_an_http_upstream_gets_the_same_trace_context_in_the_traceparent_header(
+    face: Face, tmp_path: Path
+) -> None:
+    async with OTLPReceiver() as receiver:
+        theirs = await call_traced(face, "http", tmp_path, receiver, {})
+    header = theirs["attributes"]["test.header.traceparent"]
+    assert header
+    assert header == theirs["attributes"]["test.meta.traceparent"]
