@@ -21,7 +21,7 @@ from toolsets.decision import EFFECT_RANK, Decision
 from toolsets.findings import Direction, Finding, FindingAction, strongest
 from toolsets.labels import LabelSink
 from toolsets.policy import Refuser
-from toolsets.refusal import REFUSAL_META, Refusal, Unblock, refusal_result
+from toolsets.refusal import Refusal, Unblock, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.wrapper import WrapperToolset
@@ -137,9 +137,7 @@ class InspectedToolset(WrapperToolset):
         ctx = replace(ctx, decision=escalated(ctx.decision, verdict))
         if verdict.action == "deny":
             refusal = _refusal(f"Refused: {verdict.reason}.", verdict, "change_arguments")
-            refused = await self.refuse(tool, verdict.masked, ctx, refusal.message)
-            meta = {k: v for k, v in (refused.meta or {}).items() if k != REFUSAL_META}
-            return refusal_result(refusal, tool=tool, meta=meta)  # kind "inspector", not "denied"
+            return await self.refuse(tool, verdict.masked, ctx, refusal)
         return await self.wrapped.call_tool(name, verdict.content, ctx, tool)
 
     async def _result(self, tool: ToolDef, result: ToolResult, ctx: CallContext) -> ToolResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import anyio
 import httpx2
 from pydantic import BaseModel, Field, ValidationError
 
@@ -48,11 +49,14 @@ class HttpInspector:
             "content": text,
             "principal": request.principal,
         }
+        client = httpx2.AsyncClient(timeout=self.timeout)
         try:
-            async with httpx2.AsyncClient(timeout=self.timeout) as client:
-                response = await client.post(self.url, json=body)
+            response = await client.post(self.url, json=body)
         except httpx2.HTTPError as exc:
             raise InspectorFailed(f"inspector at {self.url} did not answer: {exc!r}") from None
+        finally:
+            with anyio.CancelScope(shield=True):  # cut off at the timeout: still close its socket
+                await client.aclose()
         if not response.is_success:
             raise InspectorFailed(f"inspector at {self.url} answered {response.status_code}")
         try:
