@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.approvals.decision_metrics import DecisionMetrics
 from gateway.events.bus import EventBus
 from gateway.events.model import Event
 
@@ -89,6 +90,7 @@ class Metrics:
             ["rule", "mode"],
             registry=r,
         )
+        self.decisions = DecisionMetrics(r)  # fed by the approval service's outcomes
 
     def track(self, bus: EventBus) -> Callable[[], None]:
         """Derive metrics from ``bus`` events and export its counters; returns an undo function."""

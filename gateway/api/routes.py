@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from gateway.api.analytics import analytics_routes
 from gateway.api.errors import BadRequest, error_response, read_json
 from gateway.api.event_scopes import approver_scope, subscriber_scope
 from gateway.api.event_stream import Visible, events_endpoint
@@ -192,11 +193,11 @@ class _Handlers:
     async def get_call(self, request: Request, who: Principal) -> Response:
         await self.store.sweep_expired()
         call = await self._visible_call(request, who)
-        if _langgraph(request):
-            return JSONResponse(_shaped(call, True, self.holding))
         context = await context_pack(
             call, tools=self.service.tools, engine=self.policy.current, session=self.sessions.ensure
         )
+        if _langgraph(request):
+            return JSONResponse(interrupt_request(call, context=context))
         return JSONResponse({**_call_json(call, self.holding), "context": context})
 
     async def _visible_call(self, request: Request, who: Principal) -> PendingCall:
@@ -303,4 +304,5 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         *pin_routes(gateway, lambda handler: _guard(auth, approver, handler)),
         *grant_routes(gateway, lambda handler: _guard(auth, approver, handler)),
         *session_routes(gateway, lambda handler: _guard(auth, approver, handler)),
+        *analytics_routes(gateway, lambda handler: _guard(auth, approver, handler)),
     ]

@@ -20,6 +20,7 @@ class Query:
         args_sha256: Required argument hash.
         delivered: Required ``delivered`` flag.
         due_by: Only calls with ``expires_at <= due_by``.
+        created_since: Only calls with ``created_at >= created_since``.
         limit: At most this many, newest first.
     """
 
@@ -31,6 +32,7 @@ class Query:
     args_sha256: str | None = None
     delivered: bool | None = None
     due_by: float | None = None
+    created_since: float | None = None
     limit: int | None = None
 
     def equalities(self) -> dict[str, str | bool]:
@@ -50,5 +52,7 @@ class Query:
         if self.states is not None and call.state not in self.states:
             return False
         if self.due_by is not None and call.expires_at > self.due_by:
+            return False
+        if self.created_since is not None and call.created_at < self.created_since:
             return False
         return all(getattr(call, k) == v for k, v in self.equalities().items())

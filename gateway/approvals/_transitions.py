@@ -71,7 +71,7 @@ def check_transition(expect: Collection[State], to: State, changes: Mapping[str,
 
 
 def _expired(call: PendingCall, now: float) -> PendingCall:
-    return replace(call, state="expired", decision="expire", updated_at=now)
+    return replace(call, state="expired", decision="expire", updated_at=now, decided_at=now)
 
 
 def _overdue(call: PendingCall, now: float) -> bool:
@@ -96,7 +96,9 @@ def transition(
         allowed = _NEXT[call.kind].get(call.state, frozenset())
         if call.state not in expect or to not in allowed:
             return Step(call, error=PendingConflict(call, action))
-        return Step(replace(call, state=to, updated_at=now, **changes), changed=True)
+        decided_at = now if "decision" in changes else call.decided_at
+        new = replace(call, state=to, updated_at=now, decided_at=decided_at, **changes)
+        return Step(new, changed=True)
 
     return plan
 
@@ -120,7 +122,10 @@ def vote(
             return Step(call, error=PendingConflict(call, "count a vote: others voted meanwhile"))
         changes = dict(decided or {})
         state: State = "approved" if decided is not None else "pending"
-        voted = replace(call, votes=(*call.votes, vote), stage=stage, updated_at=now)
+        decided_at = now if decided is not None else call.decided_at
+        voted = replace(
+            call, votes=(*call.votes, vote), stage=stage, updated_at=now, decided_at=decided_at
+        )
         return Step(replace(voted, state=state, **changes), changed=True)
 
     return plan

@@ -4,6 +4,7 @@ an external call, the client's cancellation), and every outcome put on record
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gateway.approvals.errors import DecisionRefused
@@ -16,7 +17,10 @@ from gateway.events import tool_events as events
 from toolsets.context import Principal
 from toolsets.result import ToolResult
 
-__all__ = ["Outcomes"]
+__all__ = ["OutcomeWatcher", "Outcomes"]
+
+OutcomeWatcher = Callable[[PendingCall, float], None]
+"""Told of each outcome put on record, with the store's time (metrics)."""
 
 
 class Outcomes:
@@ -32,6 +36,12 @@ class Outcomes:
         self._store = store
         self._record = record
         self._tools = tools
+        self._watchers: list[OutcomeWatcher] = []
+
+    def watch(self, watcher: OutcomeWatcher) -> Callable[[], None]:
+        """Tell ``watcher`` of every outcome from now on; returns an undo function."""
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher)
 
     async def announce(self, call: PendingCall) -> None:
         """Put a call's outcome (decision, expiry, cancellation, result) on record."""
@@ -47,6 +57,8 @@ class Outcomes:
                 grant=call.grant_id,
             )
         )
+        for watcher in self._watchers:
+            watcher(call, self._store.now())
 
     async def post_result(
         self,

@@ -64,6 +64,7 @@ _OPTIONAL: Final = frozenset(
         "break_glass",
         "traceparent",
         "client",
+        "decided_at",
     }
 )
 """Fields older records may lack (they take their defaults)."""
@@ -169,6 +170,8 @@ class PendingCall:
             hold span and a re-issued call's link point there (`gateway.telemetry`).
         client: What the calling client said it is (``name``, ``version``: its claim) and
             speaks (``era``, ``protocol_version``, ``transport``), for approvers.
+        decided_at: Unix seconds of the transition that set ``decision`` (kept when the call
+            then runs; ``updated_at`` moves on), for time-to-decision figures.
     """
 
     id: str
@@ -211,6 +214,7 @@ class PendingCall:
     grant_id: str | None = None
     traceparent: str | None = None
     client: dict[str, Any] | None = None
+    decided_at: float | None = None
 
     @classmethod
     def new(

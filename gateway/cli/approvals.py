@@ -18,6 +18,7 @@ from gateway.cli._rest import (
     connection_options,
     print_listing,
 )
+from gateway.cli.approval_stats import register_stats
 from gateway.cli.approval_view import HISTORY_STATES, details, history_table
 from gateway.cli.errors import ApiError
 from gateway.cli.events import format_event, stream_events
@@ -177,7 +178,7 @@ def _approve_options(approve: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``approvals list|show|watch|approve|deny|edit|respond``."""
+    """Add ``approvals list|show|watch|stats|approve|deny|edit|respond``."""
     approvals = subparsers.add_parser("approvals", help="list and decide held calls")
     commands = approvals.add_subparsers(dest="approvals_command", required=True, metavar="ACTION")
     listing = commands.add_parser("list", help="list approvals")
@@ -214,6 +215,7 @@ def register(subparsers: Any) -> None:
     watch.add_argument("--json", action="store_true", help="print each CloudEvent as JSON")
     watch.add_argument("-n", "--count", type=int, help="exit after this many events")
     watch.set_defaults(func=_watch)
+    register_stats(commands)
     for sub in (
         watch,
         listing,

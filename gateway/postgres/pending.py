@@ -76,6 +76,9 @@ def _select(query: Query) -> tuple[str, builtins.list[Any]]:
     if query.due_by is not None:
         params.append(query.due_by)
         clauses.append(f"expires_at <= ${len(params)}")
+    if query.created_since is not None:
+        params.append(query.created_since)
+        clauses.append(f"created_at >= ${len(params)}")
     sql = "SELECT record FROM pending_calls"
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)

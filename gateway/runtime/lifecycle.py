@@ -104,6 +104,7 @@ class GatewayRuntime:
     async def _start_events(self, stack: contextlib.AsyncExitStack) -> None:
         events, metrics = self._parts.events, self._parts.metrics
         stack.callback(metrics.track(events.bus))
+        stack.callback(self._parts.approvals.outcomes.watch(metrics.decisions.observe))
         if events.audit is not None and events.audit_sink is not None:
             await stack.enter_async_context(events.audit)
             await stack.enter_async_context(events.audit_sink)

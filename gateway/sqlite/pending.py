@@ -47,6 +47,9 @@ def _select(query: Query) -> tuple[str, builtins.list[Any]]:
     if query.due_by is not None:
         clauses.append("expires_at <= ?")
         params.append(query.due_by)
+    if query.created_since is not None:
+        clauses.append("created_at >= ?")
+        params.append(query.created_since)
     sql = "SELECT record FROM pending_calls"
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)
