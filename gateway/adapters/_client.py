@@ -20,6 +20,7 @@ from gateway.approvals.errors import DecisionRefused, NotAnApprover, PendingNotF
 from gateway.approvals.human_interrupt import interrupt_config, interrupt_request, noted
 from gateway.gateway import Gateway
 from gateway.mcp.errors import mcp_error
+from gateway.telemetry import tool_call_span
 from toolsets.context import ANONYMOUS, CallContext, Principal
 from toolsets.decision import ALL_DECISION_KINDS
 from toolsets.errors import ApprovalConflict, LockgateError, ToolQuarantined, UpstreamError
@@ -245,8 +246,16 @@ class InProcessGateway:
     async def call_tool(
         self, name: str, args: Mapping[str, Any], *, max_hold: float | None = None
     ) -> ToolResult:
+        ctx = self._ctx(max_hold)
+        with tool_call_span(self.gateway.parts.telemetry, name, ctx) as span:  # when traced
+            result = await self._call(name, args, ctx)
+            if span is not None:
+                span.end_with(result)
+            return result
+
+    async def _call(self, name: str, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
         try:
-            return await self.gateway.call_tool(name, dict(args), self._ctx(max_hold))
+            return await self.gateway.call_tool(name, dict(args), ctx)
         except (UpstreamError, ToolQuarantined) as exc:  # as over MCP (gateway/mcp/errors.py)
             outcome = mcp_error(exc)
             return outcome if isinstance(outcome, ToolResult) else ToolResult.error(str(exc))

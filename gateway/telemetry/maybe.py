@@ -1,5 +1,6 @@
-"""`request_span`: a request's server span for the faces that open their own (the fast paths'
-listings), or nothing when tracing is off: no OpenTelemetry import, no span object."""
+"""`request_span`, `tool_call_span`: a request's server span for the faces that open their own
+(the fast paths' listings, the in-process adapters' calls), or nothing when tracing is off: no
+OpenTelemetry import, no span object."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from toolsets.context import CallContext
 
 if TYPE_CHECKING:
     from gateway.telemetry.provider import Telemetry
+    from gateway.telemetry.requests import CallSpan
 
-__all__ = ["request_span"]
+__all__ = ["request_span", "tool_call_span"]
 
 
 def request_span(
@@ -38,3 +40,15 @@ def request_span(
         protocol_version=ctx.client.protocol_version,
     )
     return telemetry.requests.request(request)
+
+
+def tool_call_span(
+    telemetry: Telemetry | None, tool: str, ctx: CallContext
+) -> AbstractContextManager[CallSpan | None]:
+    """The server span of a call of ``tool`` made in process (``network.transport`` ``inproc``:
+    the adapters' face), current while inside; yields None when ``telemetry`` is None."""
+    if telemetry is None:
+        return nullcontext()
+    return telemetry.requests.tools_call(
+        tool, trace={}, request_id=None, session_id=ctx.session_id, client=ctx.client
+    )
