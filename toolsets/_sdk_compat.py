@@ -23,11 +23,13 @@ from importlib import import_module, metadata
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, get_origin
 
+from mcp.client.session import ClientSession
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 from toolsets.errors import LockgateError
 
@@ -61,6 +63,7 @@ __all__ = [
     "session_owner",
     "stop_server_process",
     "terminate_process_tree",
+    "unchecked_request",
 ]
 
 SUPPORTED_MCP = ">=2.3,<2.4"
@@ -156,6 +159,18 @@ PRIVATE_NAMES = (
         name="_connection",
         kind="attribute",
     ),
+    PrivateName(
+        module="mcp.client.session",
+        owner="ClientSession",
+        name="_dispatcher",
+        kind="attribute",
+    ),
+    PrivateName(
+        module="mcp.client.session",
+        owner="ClientSession",
+        name="_stamp",
+        kind="attribute",
+    ),
 )
 """Every private name this module relies on, in the order `check_sdk` checks them."""
 
@@ -185,6 +200,36 @@ def session_connection(session: ServerSession) -> Connection | None:
     # the SDK does not expose.
     connection = getattr(session, "_connection", None)
     return connection if isinstance(connection, Connection) else None
+
+
+async def unchecked_request(
+    session: ClientSession,
+    method: str,
+    params: Mapping[str, Any],
+    *,
+    extension: str | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Send ``method`` with the session's protocol envelope (2026-07-28 ``_meta`` and HTTP
+    headers) and return its raw ``result``; on a 2026-07-28 session the request's client
+    capabilities also declare ``extension``.
+
+    For a task-augmented ``tools/call``: ``session.send_request`` checks every ``tools/call``
+    result against ``CallToolResult`` and refuses the ``CreateTaskResult`` that answers it.
+
+    Raises:
+        MCPError: the server answered with an error (or the request timed out).
+    """
+    data: dict[str, Any] = {"method": method, "params": dict(params)}
+    opts: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    session._stamp(data, opts)  # type: ignore[arg-type]
+    meta = data["params"].get("_meta") or {}
+    declared = meta.get(CLIENT_CAPABILITIES_META_KEY)
+    if extension is not None and isinstance(declared, dict):
+        extensions = {**(declared.get("extensions") or {}), extension: {}}
+        meta[CLIENT_CAPABILITIES_META_KEY] = {**declared, "extensions": extensions}
+    send = session._dispatcher.send_raw_request
+    return dict(await send(method, data["params"], opts))  # type: ignore[arg-type]
 
 
 def check_sdk() -> None:

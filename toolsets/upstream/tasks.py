@@ -4,9 +4,10 @@ request's client capabilities) and ``tasks/get``, ``tasks/result``, ``tasks/canc
 
 `TaskAsk` travels down the call chain in `CallContext.task`: the gateway's task layer asks the
 upstream for a task, and the upstream call fills in the task the server created. Requests go
-down a stdio server's pipe as raw JSON-RPC (the SDK client checks a ``tools/call`` result
-against ``CallToolResult`` and would refuse a ``CreateTaskResult``); ``tasks/*`` requests to an
-HTTP server go through the SDK session, whose result checks do not cover them.
+down a stdio server's pipe as raw JSON-RPC; to an HTTP server, the task-augmented call goes
+through `toolsets._sdk_compat.unchecked_request` (the SDK checks a ``tools/call`` result against
+``CallToolResult`` and would refuse a ``CreateTaskResult``) and ``tasks/*`` through the SDK
+session, whose result checks do not cover them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict
 
+from toolsets._sdk_compat import unchecked_request
 from toolsets.errors import UpstreamError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -208,9 +210,11 @@ class UpstreamTasks:
             raise UpstreamError(message, server=name)
         if pipe is not None:
             return await pipe.request(method, params)
-        if raw_call:
-            message = f"Server {name!r}: task-augmented calls go to stdio servers only for now."
-            raise UpstreamError(message, server=name)
+        if raw_call:  # the SDK would refuse a CreateTaskResult (`unchecked_request`)
+            params.pop("_meta", None)  # the session's envelope, with the extension declared
+            return await unchecked_request(
+                client.session, method, params, extension=TASKS_EXTENSION
+            )
         request = _TASK_REQUESTS[method].model_validate({"params": params})
         answer = await client.session.send_request(request, _Raw)
         return dict(answer.model_extra or {})

@@ -1,7 +1,8 @@
 """A test upstream MCP server with tasks, built on the MCP SDK's low-level `Server` and its task
 types (the SDK serves no ``tasks/*`` itself: they are added here as request handlers).
 
-Run as ``python tests/_harness/upstreams/tasks_server.py [--era legacy|modern|dual]`` (stdio).
+Run as ``python tests/_harness/upstreams/tasks_server.py [--era legacy|modern|dual]`` (stdio;
+``--http PORT``: streamable HTTP).
 
 ``job(key)`` needs task augmentation (``execution.taskSupport: required``): 2025-11-25's
 ``params.task``, or 2026-07-28's ``io.modelcontextprotocol/tasks`` extension in the call's client
@@ -20,6 +21,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import uvicorn
 from echo_server import era_guard
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -195,11 +197,22 @@ async def _serve(server: Server[Any], era: str) -> None:
             await server.run(read, write, options)
 
 
+def _serve_http(server: Server[Any], era: str, port: int) -> None:
+    if era != "dual":
+        server.middleware.insert(0, era_guard(era))
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=["dual", "legacy", "modern"], default="dual")
+    parser.add_argument("--http", type=int, help="serve streamable HTTP on this port")
     args = parser.parse_args()
-    anyio.run(_serve, build(Jobs()), args.era)
+    if args.http is not None:
+        _serve_http(build(Jobs()), args.era, args.http)
+    else:
+        anyio.run(_serve, build(Jobs()), args.era)
 
 
 if __name__ == "__main__":

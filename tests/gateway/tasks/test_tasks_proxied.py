@@ -4,15 +4,17 @@ faces, and an upstream of either era."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
 import mcp_types as types
 import pytest
-from gateway_faces import FACES, Face, serve_gateway
+from gateway_faces import FACES, HTTP_FACES, Face, running, serve_gateway
 from mcp.shared.exceptions import MCPError
-from support import write_config
+from support import free_port, write_config
 from tasks_client import (
+    TASKS_SERVER,
     call_as_task,
     modern,
     open_tasks_client,
@@ -112,3 +114,29 @@ async def test_a_task_past_its_ttl_is_answered_as_missing(tmp_path: Path, face: 
     assert gone.value.error.code == -32602
     assert "not found" in gone.value.error.message
     assert still["status"] == "working"
+
+
+@pytest.mark.parametrize("upstream_era", ["legacy", "modern"])
+@pytest.mark.parametrize("face", HTTP_FACES)
+async def test_a_task_runs_on_an_http_upstream(
+    tmp_path: Path, face: Face, upstream_era: str
+) -> None:
+    port = free_port()
+    argv = [sys.executable, TASKS_SERVER, "--era", upstream_era, "--http", str(port)]
+    server = {"name": "jobs", "transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}
+    config = write_config(tmp_path, [server])
+    with anyio.fail_after(60):
+        async with (
+            running([(argv, port)]),
+            serve_gateway(config) as url,
+            open_tasks_client(face, config=config, url=url) as client,
+        ):
+            is_modern = modern(client)
+            task_id = (await call_as_task(client, "jobs__job", {"key": "net"}))["taskId"]
+            await client.call_tool("jobs__release", {"key": "net"})
+            ended = await until_ended(client, task_id)
+            result = (
+                ended["result"] if is_modern else await request(client, "tasks/result", task_id)
+            )
+    assert ended["status"] == "completed"
+    assert result["content"][0]["text"] == "job net done"
