@@ -4,6 +4,7 @@ the model reads."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from gateway.approvals.recording import ApprovalRecorder
@@ -39,7 +40,8 @@ class Refusals:
         decision = ctx.decision
         assert decision is not None  # refusals come from the policy step and below
         refusal = message if isinstance(message, Refusal) else policy_refusal(decision, message)
-        await self.record(events.tool_denied(tool, ctx, args, decision, refusal.message))
+        denied = events.tool_denied(tool, ctx, args, decision, refusal.message)
+        await self.record(replace(denied, data={**denied.data, "refusal": refusal.kind}))
         meta = {"lockgate/decision": decision_meta(decision)}
         return refusal_result(refusal, tool=tool, meta=meta)
 

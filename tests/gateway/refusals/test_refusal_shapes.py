@@ -91,8 +91,13 @@ async def test_a_tool_with_an_output_schema_carries_the_refusal_in_meta_only(
 async def test_a_locked_session_gate_names_the_tool_that_unlocks_it(
     served: Served, mode: str
 ) -> None:
-    async with connect(served, mode) as client:
+    async with (
+        connect(served, mode) as client,
+        served.gateway.events.subscribe(["tool.denied"]) as denials,
+    ):
         locked = await client.call_tool("recorder__record_caller", value())
+        with anyio.fail_after(30):
+            on_record = await anext(aiter(denials))
         first = await client.call_tool("recorder__record_free", value())
         unlocked = await client.call_tool("recorder__record_caller", value())
 
@@ -107,6 +112,10 @@ async def test_a_locked_session_gate_names_the_tool_that_unlocks_it(
         "retryAfter": None,
         "unblock": {"action": "call_first", "tool": "recorder__record_free"},
     }
+    assert (on_record.data["tool"], on_record.data["refusal"]) == (
+        "recorder__record_caller",
+        "session_locked",
+    )
     assert not first.is_error
     assert not unlocked.is_error
 
