@@ -10,7 +10,7 @@ from typing import Any
 from policies.groups import ToolReference, merge_groups, tool_references
 from policies.loader import LoadedFile, policy_version
 from policies.model import ApprovalModel, DefaultsModel, RuleModel
-from policies.resource_rules import ResourceKind, resource_defaults
+from policies.resource_rules import ResourceKind, resource_defaults, resource_selector
 from policies.rules import CompiledRule, compile_rule
 from policies.scopes import ScopeRule
 from policies.tool_labels import LabelRule, compile_label_rule
@@ -172,6 +172,7 @@ def _label_rule(rule: RuleModel, file: str, line: int | None) -> LabelRule:
         servers=rule.servers,
         sources=rule.labels or (),
         sinks=rule.sink_labels or (),
+        selector=resource_selector(rule.resources, rule.prompts),
     )
 
 

@@ -264,9 +264,9 @@ class RuleModel(_Strict):
         None,
         min_length=1,
         description=(
-            "Source labels: what the tools this rule selects (by tools and servers) read "
-            "carries them; a call that succeeds adds them to the session (session.labels). "
-            "CEL reads them as tool.labels."
+            "Source labels: what the tools (resources, prompts) this rule selects read carries "
+            "them; a call (read, get) that succeeds adds them to the session (session.labels). "
+            "CEL reads a tool's as tool.labels."
         ),
     )
     sink_labels: list[LabelName] | None = Field(

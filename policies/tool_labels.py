@@ -17,6 +17,7 @@ from typing import Any, Final
 from pydantic_core import PydanticCustomError
 
 from policies.matchers import StrMatcher, compile_globs
+from policies.resource_rules import ResourceKind, ResourceSelector
 from toolsets.tooldef import ToolDef
 
 __all__ = [
@@ -104,10 +105,22 @@ class LabelRule:
     match_tool: StrMatcher | None
     match_server: StrMatcher | None
     labels: ToolLabels
+    selector: ResourceSelector | None = None
 
     def applies_to(self, tool: ToolDef) -> bool:
-        return (self.match_tool is None or self.match_tool(tool.name)) and (
-            self.match_server is None or self.match_server(tool.server)
+        return (
+            self.selector is None
+            and (self.match_tool is None or self.match_tool(tool.name))
+            and (self.match_server is None or self.match_server(tool.server))
+        )
+
+    def applies_to_read(self, kind: ResourceKind, name: str, server: str) -> bool:
+        """Whether it labels a read of resource ``name`` (a URI) or a get of prompt ``name``."""
+        return (
+            self.selector is not None
+            and self.selector.kind == kind
+            and self.selector.match(name)
+            and (self.match_server is None or self.match_server(server))
         )
 
 
@@ -120,9 +133,11 @@ def compile_label_rule(
     servers: Sequence[str] | None,
     sources: Sequence[str],
     sinks: Sequence[str],
+    selector: ResourceSelector | None = None,
 ) -> LabelRule:
     """A `LabelRule` from a validated rule's fields."""
     return LabelRule(
+        selector=selector,
         id=rule_id,
         file=file,
         line=line,
@@ -133,14 +148,13 @@ def compile_label_rule(
 
 
 def check_label_rule(rule: Any) -> Any:
-    """A rule model's after-validator: a rule needs an effect unless it only sets labels, and
-    labels are on tool rules only."""
-    labelled = rule.labels is not None or rule.sink_labels is not None
-    if labelled and (rule.resources is not None or rule.prompts is not None):
+    """A rule model's after-validator: a rule without effect only sets labels, and sink labels
+    are on tool rules only."""
+    if rule.sink_labels is not None and (rule.resources is not None or rule.prompts is not None):
         raise PydanticCustomError(
             "rule_kind",
-            "labels and sink_labels apply to tool rules only (this rule names resources or "
-            "prompts)",
+            "sink_labels apply to tool rules only (a resource read or a prompt get sends "
+            "nothing out): use labels",
         )
     # a rule with neither effect nor labels: `policies.loader` reports the missing effect
     deciding = [name for name in _DECIDING if getattr(rule, name)]
@@ -181,6 +195,15 @@ class ToolLabeller:
             if rule.applies_to(tool):
                 found = found | rule.labels
         return found
+
+    def read_labels(self, kind: ResourceKind, name: str, server: str) -> frozenset[str]:
+        """The labels a read of resource ``name`` (or a get of prompt ``name``) brings in."""
+        return frozenset(
+            label
+            for rule in self.rules
+            if rule.applies_to_read(kind, name, server)
+            for label in rule.labels.sources
+        )
 
     def rules_for(self, tool: ToolDef) -> tuple[LabelRule, ...]:
         """The label rules that select ``tool`` (for explanations)."""

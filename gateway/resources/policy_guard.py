@@ -34,10 +34,12 @@ from gateway.approvals.refusals import decision_meta
 from gateway.approvals.service import ApprovalService
 from gateway.events import resource_events as events
 from gateway.events.recorder import Recorder
+from policies.resource_rules import ResourceKind
 from toolsets.approval_required import Approved
 from toolsets.context import CallContext
 from toolsets.decision import Decision, DecisionKind
 from toolsets.errors import PromptDenied, PromptNotFound, ResourceDenied, ResourceNotFound
+from toolsets.labels import LabelSink
 from toolsets.refusal import Refusal
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -120,6 +122,8 @@ class PolicyResourceGuard:
             carries ``resource.read`` and ``prompt.get``.
         sessions: Each downstream session's state, which decisions read as ``session``.
         holding: Where held reads are counted while their caller waits (the API's ``waiting``).
+        labels: Where the labels a read or get brings in (``labels`` on its rule) are added
+            to the session.
     """
 
     def __init__(
@@ -129,8 +133,9 @@ class PolicyResourceGuard:
         *,
         sessions: SessionLoader,
         holding: Holding | None = None,
+        labels: LabelSink | None = None,
     ) -> None:
-        self._policy, self._sessions = approvals.policy, sessions
+        self._policy, self._sessions, self._labels = approvals.policy, sessions, labels
         self._record, self._bus = recorder.record, recorder.bus
         approvals.register_reviewed(READ_TOOL)  # approvals of held reads find their "tool"
         self._held = HeldCalls(approvals, self._refuse_read, holding=holding)
@@ -212,6 +217,7 @@ class PolicyResourceGuard:
             self._bus.publish(failed)
             raise
         elapsed = (time.perf_counter() - started) * 1000
+        await self._brought_in(ctx, "prompts", name, server)
         summary = prompt_summary(result)
         self._bus.publish(
             events.prompt_get(
@@ -238,11 +244,21 @@ class PolicyResourceGuard:
             )
             raise
         elapsed = (time.perf_counter() - started) * 1000
+        await self._brought_in(ctx, "resources", uri, server)
         summary = read_summary(result)
         self._bus.publish(
             events.resource_read(uri, server, ctx, decision, summary=summary, duration_ms=elapsed)
         )
         return result
+
+    async def _brought_in(
+        self, ctx: CallContext, kind: ResourceKind, name: str, server: str
+    ) -> None:
+        """A read (get) succeeded: the labels its rules give it enter the session."""
+        labels = self._policy.current.labels.labeller.read_labels(kind, name, server)
+        if labels and self._labels is not None:
+            noun = "resource" if kind == "resources" else "prompt"
+            await self._labels.add(ctx, labels, f"{noun}:{name}")
 
     async def _held_read(
         self, uri: str, server: str, ctx: CallContext, read: Callable[[], Awaitable[T]]

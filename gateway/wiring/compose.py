@@ -42,6 +42,7 @@ from gateway.scripts.host import ToolCalls
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.sessions.group_loaders import GroupLoaders
+from gateway.sessions.labels import SessionLabelSink
 from gateway.tasks.service import TaskService
 from gateway.telemetry import build_telemetry
 from gateway.wiring.chain import call_chain
@@ -271,7 +272,13 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         inspection=build_inspection(config.inspectors),
         telemetry=telemetry,
     )
-    guard = PolicyResourceGuard(approvals, events.recorder, sessions=sessions, holding=holding)
+    guard = PolicyResourceGuard(
+        approvals,
+        events.recorder,
+        sessions=sessions,
+        holding=holding,
+        labels=SessionLabelSink(sessions),
+    )
     upstreams = built.upstreams
     return Parts(
         events=events,

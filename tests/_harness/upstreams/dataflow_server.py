@@ -4,6 +4,7 @@ Run as ``python tests/upstreams/dataflow_server.py --root DIR [--era legacy|mode
 [--name NAME]`` (stdio). ``fetch_page`` is read-only and open-world (its page carries a planted
 instruction), ``read_file`` reads a file under ``--root`` (closed world), ``send`` is open-world
 and not read-only: it appends what it "sends" to ``DIR/sent.txt`` so a test sees it happen.
+A resource ``notes://private/plan`` and a prompt ``triage`` are there for label rules too.
 """
 
 from __future__ import annotations
@@ -46,6 +47,16 @@ def build(name: str, era: str, root: Path) -> MCPServer:
         with (root / "sent.txt").open("a", encoding="utf-8") as sent:
             sent.write(f"{to}: {body}\n")
         return f"sent to {to}"
+
+    @server.resource("notes://private/plan", mime_type="text/plain")
+    def plan() -> str:
+        """The private plan."""
+        return "launch on Tuesday"
+
+    @server.prompt()
+    def triage(issue: str) -> str:
+        """Triage an issue from the public tracker."""
+        return f"Triage this issue: {issue}"
 
     return server
 
