@@ -173,7 +173,7 @@ def suggest(
 ) -> list[Suggestion]:
     """The patterns in ``calls`` (one window's approvals) approved at least ``min_approvals``
     times and never denied, edited or answered instead: one per caller, and one across
-    callers when several callers share the pattern."""
+    callers when several callers share it and some argument was always the same."""
     approved: dict[tuple[str, str | None], list[PendingCall]] = defaultdict(list)
     refused: dict[tuple[str, str | None], list[PendingCall]] = defaultdict(list)
     for call in calls:
@@ -189,8 +189,9 @@ def suggest(
             callers[call.principal].append(call)
         for principal, own in sorted(callers.items()):
             found.extend(s for s in [_pattern(own, principal, refused[key], min_approvals)] if s)
-        if len(callers) > 1:
-            found.extend(s for s in [_pattern(group, None, refused[key], min_approvals)] if s)
+        across = _pattern(group, None, refused[key], min_approvals) if len(callers) > 1 else None
+        if across is not None and across.args:  # a tool for everyone is no narrow grant
+            found.append(across)
     return found
 
 
