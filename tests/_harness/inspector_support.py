@@ -45,6 +45,7 @@ def recorder_config(
         "args": [RECORDER, "--log", str(log)],
     }
     sections.setdefault("approvals", {"store": "memory"})
+    sections.setdefault("startup_wait", 60)  # a loaded machine may take seconds to spawn it
     return write_config(directory, [server], inspectors=inspectors, **sections), log
 
 
