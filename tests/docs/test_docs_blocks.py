@@ -91,6 +91,9 @@ RUN: dict[tuple[str, str], Run] = {
     ("docs/getting-started.md", ".venv/bin/lockgate policy check"): Run(),
     ("docs/approvals.md", "export LOCKGATE_APPROVER_TOKEN"): Run(holds=1),
     ("docs/approvals.md", "curl -s -H"): Run(holds=1, expect=("approve",)),
+    ("docs/approvals.md", ".venv/bin/lockgate approvals stats"): Run(
+        holds=1, expect=("waiting now:", '"suggestions"')
+    ),
     ("docs/authentication.md", ".venv/bin/python -c 'import hashlib"): Run(expect=("sha256:",)),
     ("docs/events.md", ".venv/bin/lockgate events tail"): Run(expect=("ok",)),
     ("docs/operations.md", ".venv/bin/lockgate doctor"): Run(),
