@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, Self
 
 from mcp_types import TextContent
 
+from gateway.approvals.context_pack import context_pack
 from gateway.approvals.errors import DecisionRefused, NotAnApprover, PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_config, interrupt_request, noted
 from gateway.gateway import Gateway
@@ -274,7 +275,14 @@ class InProcessGateway:
         call = await self.gateway.store.get(held.id)
         if call is None:
             return minimal_interrupt_request(held, name, args, note=note)
-        return interrupt_request(call, note=note)
+        gateway = self.gateway
+        context = await context_pack(
+            call,
+            tools=gateway.approvals.tools,
+            engine=gateway.policy.current,
+            session=gateway.parts.sessions.ensure,
+        )
+        return interrupt_request(call, note=note, context=context)
 
     async def decide(self, id: str, decision: HostDecision) -> None:
         who = self.approver or self.principal

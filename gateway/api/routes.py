@@ -91,10 +91,6 @@ def _langgraph(request: Request) -> bool:
     return value == "langgraph"
 
 
-def _shaped(call: PendingCall, langgraph: bool, holding: Holding) -> dict[str, Any]:
-    return interrupt_request(call) if langgraph else _call_json(call, holding)
-
-
 def _call_json(call: PendingCall, holding: Holding) -> dict[str, Any]:
     """A call as the API serves it: the record, and whether its caller is still waiting."""
     return {**call.to_json(), "waiting": call.id in holding}
@@ -187,15 +183,21 @@ class _Handlers:
             limit=MAX_SCANNED,
         )
         mine = [c for c in calls if may_see(c, who)][:limit]
-        langgraph = _langgraph(request)
-        return JSONResponse({"items": [_shaped(c, langgraph, self.holding) for c in mine]})
+        if not _langgraph(request):
+            return JSONResponse({"items": [_call_json(c, self.holding) for c in mine]})
+        # An interrupt request carries the context in its description, as one call's does.
+        items = [interrupt_request(c, context=await self._context(c)) for c in mine]
+        return JSONResponse({"items": items})
+
+    async def _context(self, call: PendingCall) -> dict[str, Any]:
+        return await context_pack(
+            call, tools=self.service.tools, engine=self.policy.current, session=self.sessions.ensure
+        )
 
     async def get_call(self, request: Request, who: Principal) -> Response:
         await self.store.sweep_expired()
         call = await self._visible_call(request, who)
-        context = await context_pack(
-            call, tools=self.service.tools, engine=self.policy.current, session=self.sessions.ensure
-        )
+        context = await self._context(call)
         if _langgraph(request):
             return JSONResponse(interrupt_request(call, context=context))
         return JSONResponse({**_call_json(call, self.holding), "context": context})

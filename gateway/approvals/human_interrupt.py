@@ -40,6 +40,7 @@ from gateway.approvals.pending import HumanDecision, PendingCall
 
 __all__ = [
     "ReviewAnswer",
+    "context_lines",
     "interrupt_config",
     "interrupt_request",
     "noted",
@@ -86,10 +87,16 @@ def interrupt_config(decisions: Iterable[str]) -> dict[str, bool]:
     return {key: decision in offered for key, decision in _CONFIG_OF.items()}
 
 
-def interrupt_request(call: PendingCall, *, note: str | None = None) -> dict[str, Any]:
+def interrupt_request(
+    call: PendingCall, *, note: str | None = None, context: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The interrupt request for the held ``call``; ``note`` is added to the description (why
-    an earlier response was refused)."""
+    an earlier response was refused), and so is its ``context`` pack when given
+    (`gateway.approvals.context_pack`: what the tool does, why it was held, who asks, what
+    the session did before)."""
     description = f"{call.reason} (approval {call.id})" if call.reason else f"approval {call.id}"
+    if context:
+        description += "".join(f"\n{line}" for line in context_lines(context))
     return noted(
         {
             "action_request": {"action": call.tool, "args": call.args},
@@ -107,6 +114,30 @@ def interrupt_request(call: PendingCall, *, note: str | None = None) -> dict[str
         },
         note,
     )
+
+
+def context_lines(context: Mapping[str, Any]) -> list[str]:
+    """A context pack as plain lines for a reviewer: what the tool does, why it was held, its
+    hints (the server's claims) and flags, the client, the session's calls before."""
+    tool, rule = context.get("tool") or {}, context.get("rule") or {}
+    lines = []
+    if tool.get("description"):
+        lines.append(f"What it does: {' '.join(str(tool['description']).split())}")
+    if rule.get("text"):
+        lines.append(f"Why held: {rule['text']}")
+    hints = ", ".join(f"{k}={v}" for k, v in (tool.get("annotations") or {}).items())
+    if hints:
+        lines.append(f"Hints (the server's own claims): {hints}")
+    if tool.get("flags"):
+        lines.append(f"Flags: {', '.join(tool['flags'])}")
+    client = (context.get("caller") or {}).get("client") or {}
+    named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k))
+    if named:
+        lines.append(f"Client: {named}")
+    recent = (context.get("session") or {}).get("recent") or []
+    if recent:
+        lines.append("Before this: " + ", ".join(str(c.get("tool")) for c in recent))
+    return lines
 
 
 def noted(request: dict[str, Any], note: str | None) -> dict[str, Any]:

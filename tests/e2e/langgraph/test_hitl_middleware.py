@@ -192,7 +192,7 @@ async def test_two_held_calls_of_a_turn_are_one_interrupt_and_one_reply_runs_onl
             ("local__transfer", TO_A1),
             ("local__transfer", TO_B2),
         ]
-        assert [a["description"] for a in request["action_requests"]] == [
+        assert [a["description"].split("\n")[0] for a in request["action_requests"]] == [
             f"money leaves the company (approval {id})" for id in ids
         ]
         assert request["review_configs"] == 2 * [

@@ -112,7 +112,10 @@ async def test_a_held_call_pauses_the_graph_with_the_review_request_and_accept_r
             "allow_respond": True,
             "allow_ignore": True,
         }
-        assert request["description"] == f"money leaves the company (approval {approval})"
+        reason, *context = request["description"].split("\n")
+        assert reason == f"money leaves the company (approval {approval})"
+        assert "What it does: Transfer money to an account." in context  # the context pack
+        assert any(line.startswith("Why held: rule 'transfers-need-ops' (") for line in context)
         assert graph_tools.EXECUTED == []
         state = await graph.ainvoke(Command(resume={"type": "accept"}), THREAD)
     message = last_tool_message(state)
