@@ -3,7 +3,7 @@ an approval may reach (grants) and who may break glass."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError
@@ -148,6 +148,14 @@ class ApprovalModel(Strict):
         description=(
             "Who may approve at once, skipping remaining stages, giving a reason: one entry "
             "or a list."
+        ),
+    )
+    as_task: Literal["auto", "always", "never"] | None = Field(
+        None,
+        description=(
+            "Answer a held call with a task for a client that asked for one: auto (default: "
+            "unless the caller decides in-band), always, never (hold the request as without "
+            "tasks)."
         ),
     )
 

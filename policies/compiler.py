@@ -101,6 +101,7 @@ def resolve_approval(chain: Sequence[ApprovalModel | None]) -> ApprovalOptions:
         grant_max=first("grant_max") or base.grant_max,
         stages=stages,
         break_glass=tuple(first("break_glass") or ()),
+        as_task=first("as_task") or base.as_task,
     )
 
 

@@ -70,6 +70,8 @@ class ApprovalOptions:
         stages: Staged (M-of-N) approval, decided in order; empty: one decision by any of
             ``approvers`` (which, with stages, lists every stage's approvers but ``caller``).
         break_glass: Who may approve at once, skipping remaining stages, with a reason.
+        as_task: Whether a task-augmented call held here is answered at once with a task
+            (``auto``: unless the caller decides in-band; ``always``; ``never``: held open).
     """
 
     approvers: tuple[str, ...] = ()
@@ -80,6 +82,7 @@ class ApprovalOptions:
     grant_max: float = DEFAULT_GRANT_MAX
     stages: tuple[ApprovalStage, ...] = ()
     break_glass: tuple[str, ...] = ()
+    as_task: Literal["auto", "always", "never"] = "auto"
 
 
 DEFAULT_APPROVAL: Final = ApprovalOptions()
