@@ -42,6 +42,8 @@ class Finding:
         end: One past its last character.
         action: What the configuration says to do about it.
         score: The inspector's confidence, when it gives one.
+        shadow: Found by an inspector in ``mode: shadow``: recorded with the action it would
+            take, never acted on.
     """
 
     kind: str
@@ -52,6 +54,7 @@ class Finding:
     end: int
     action: FindingAction
     score: float | None = None
+    shadow: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The finding as events and the audit log carry it."""
@@ -66,4 +69,6 @@ class Finding:
         }
         if self.score is not None:
             data["score"] = self.score
+        if self.shadow:
+            data["shadow"] = True
         return data

@@ -56,8 +56,8 @@ class Verdict(Generic[T]):
 
     @property
     def action(self) -> FindingAction:
-        """The strongest action among the findings."""
-        return strongest(finding.action for finding in self.findings)
+        """The strongest action among the findings (a shadow finding's does not count)."""
+        return strongest(finding.action for finding in self.findings if not finding.shadow)
 
 
 class Inspection(Protocol):
@@ -87,7 +87,9 @@ def escalated(decision: Decision | None, verdict: Verdict[Any]) -> Decision:
     decided = replace(base, findings=base.findings + verdict.findings)
     action = verdict.action
     if action in ("ask", "deny") and EFFECT_RANK[action] > EFFECT_RANK[base.effect]:
-        inspectors = sorted({f.inspector for f in verdict.findings if f.action == action})
+        inspectors = sorted(
+            {f.inspector for f in verdict.findings if f.action == action and not f.shadow}
+        )
         rule = "inspector:" + ",".join(inspectors)
         return replace(decided, effect=action, rule_id=rule, reason=verdict.reason, message=None)
     return decided
@@ -164,7 +166,9 @@ def _refusal(
 ) -> Refusal:
     """The ``inspector`` refusal of ``verdict``: its message, the inspectors that stopped the
     call as the rule, the findings (kinds and spans) as details."""
-    stopping = sorted({f.inspector for f in verdict.findings if f.action in ("deny", "ask")})
+    stopping = sorted(
+        {f.inspector for f in verdict.findings if f.action in ("deny", "ask") and not f.shadow}
+    )
     details = {"findings": [finding.to_json() for finding in verdict.findings]}
     rule = "inspector:" + ",".join(stopping)
     return Refusal(

@@ -84,6 +84,13 @@ class InspectorConfig(Strict):
     cache_size: int = Field(
         1024, ge=0, description="Verdicts kept by content hash (LRU); 0: no cache."
     )
+    mode: Literal["enforce", "shadow"] = Field(
+        "enforce",
+        description=(
+            "shadow: its findings go on events and the audit log with the action they would "
+            "take (shadow: true), and nothing is done: no label, redaction, hold or refusal."
+        ),
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> Self:

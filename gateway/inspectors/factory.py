@@ -48,6 +48,7 @@ def build_inspection(inspectors: Mapping[str, InspectorConfig]) -> Inspection | 
                 timeout=config.timeout,
                 fail_closed=config.on_error == "fail_closed",
                 cache=ScanCache(config.cache_size),
+                shadow=config.mode == "shadow",
             )
             for name, config in inspectors.items()
         ]

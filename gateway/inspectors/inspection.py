@@ -52,6 +52,7 @@ class ConfiguredInspector:
     timeout: float
     fail_closed: bool
     cache: ScanCache
+    shadow: bool = False
 
     def selects(self, tool: str, direction: Direction) -> bool:
         """Whether it runs on ``direction`` of calls of the exposed tool ``tool``."""
@@ -86,14 +87,16 @@ class _Found:
         self.errors: list[str] = []
 
     def add(self, inspector: ConfiguredInspector, path: str, scan: Scan) -> None:
-        labels = set(scan.labels)
+        labels = set() if inspector.shadow else set(scan.labels)
         for span in scan.spans:
             action = inspector.action(span.kind, scan.action)
             self.findings.append(
                 Finding(kind=span.kind, inspector=inspector.name, direction=self.direction,
                         where=path, start=span.start, end=span.end, action=action,
-                        score=span.score)
+                        score=span.score, shadow=inspector.shadow)
             )  # fmt: skip
+            if inspector.shadow:  # on record with what it would do; nothing is done
+                continue
             self.spans.setdefault(path, []).append((action, span))
             if action == "label":
                 labels.add(inspector.labels.get(span.kind, span.kind))
@@ -103,7 +106,7 @@ class _Found:
 
     def failed(self, inspector: ConfiguredInspector, tool: ToolDef, reason: str) -> None:
         message = f"inspector {inspector.name!r} could not inspect the {self.direction} ({reason})"
-        if not inspector.fail_closed:
+        if not inspector.fail_closed or inspector.shadow:
             logger.warning("%s of %s; on_error: fail_open lets it pass", message, tool.name)
             return
         self.errors.append(message)
@@ -125,7 +128,9 @@ class _Found:
 
     def reason(self, tool: ToolDef) -> str:
         """Why the call stops: the kinds found and where, the failed inspectors."""
-        stopping = [f for f in self.findings if f.action in ("deny", "ask") and f.where]
+        stopping = [
+            f for f in self.findings if f.action in ("deny", "ask") and f.where and not f.shadow
+        ]
         found = ", ".join(sorted({f"{f.kind} in {f.where}" for f in stopping}))
         parts = [f"content inspection found {found}"] if found else []
         return "; ".join(parts + self.errors) + f" (the {self.direction} of {tool.name!r})"
