@@ -25,7 +25,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TextIO, cast
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
+from anyio.abc import ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
@@ -64,6 +66,19 @@ _ID_PREFIX = "lockgate-"
 _ID_MARK = b'"lockgate-'
 
 
+class _Batch:
+    """Lines queued for one write down the pipe; ``settled`` is set when they were written, failed,
+    or their writer left without writing them (a waiting sender then takes over)."""
+
+    __slots__ = ("error", "parts", "settled", "written")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.settled = anyio.Event()
+        self.written = False
+        self.error: BaseException | None = None
+
+
 class _Waiter:
     """One direct request waiting for its response line."""
 
@@ -91,7 +106,10 @@ class StdioPipe:
         self._on_exit = on_exit
         self._process: ServerProcess | None = None
         self._heard = False  # the process has written to stdout
-        self._write_lock = anyio.Lock()
+        self._batch = _Batch()  # the lines the next write takes
+        self._writing = False  # a sender is writing batches (it takes the queued ones too)
+        self.writes = 0
+        """How many writes went down the pipe (for tests and metrics)."""
         self._waiters: dict[str, _Waiter] = {}
         self._abandoned: collections.deque[str] = collections.deque(maxlen=256)
         self._ids = itertools.count(1)
@@ -162,12 +180,54 @@ class StdioPipe:
         await self._send(text.encode(self.params.encoding, self.params.encoding_error_handler))
 
     async def _send(self, line: bytes) -> None:
-        """One line down the pipe (``line`` is UTF-8 JSON without its newline)."""
+        """One line down the pipe (``line`` is UTF-8 JSON without its newline), in order.
+
+        Lines sent while another sender writes are coalesced: that sender writes everything
+        queued in one ``write`` per loop turn, and each sender returns once its line is written
+        (back-pressure: a full pipe holds them all). With other direct requests in flight the
+        first sender waits one loop turn so that the others of that turn join its write; a lone
+        request is written at once.
+        """
         process = self._process
         if process is None or process.stdin is None:
             raise ConnectionError("the server process is not running")
-        async with self._write_lock:
-            await process.stdin.send(line + b"\n")
+        batch = self._batch
+        batch.parts.append(line + b"\n")
+        while self._writing:
+            await batch.settled.wait()
+            if batch.error is not None:
+                raise ConnectionError(f"writing to the server failed: {batch.error!r}")
+            if batch.written:
+                return
+        await self._write_batches(process.stdin, wait=len(self._waiters) > 1)
+
+    async def _write_batches(self, stdin: ByteSendStream, *, wait: bool) -> None:
+        """Write queued batches until none is left (this sender's line is in the first)."""
+        self._writing = True
+        try:
+            if wait:  # the other senders of this loop turn join the batch
+                await anyio.lowlevel.cancel_shielded_checkpoint()
+            alone = True  # the first batch may hold only this sender's own line
+            while self._batch.parts:
+                batch, self._batch = self._batch, _Batch()
+                alone, carrying = False, not (alone and len(batch.parts) == 1)
+                try:
+                    # Shielded when it carries other senders' lines: they must not be lost.
+                    with anyio.CancelScope(shield=carrying):
+                        await stdin.send(b"".join(batch.parts))
+                    self.writes += 1
+                    batch.written = True
+                except BaseException as exc:
+                    batch.error = exc
+                    raise
+                finally:
+                    batch.settled.set()
+        finally:
+            self._writing = False
+            waiting = self._batch
+            if waiting.parts:  # left (cancelled or failed) with lines queued: a sender takes over
+                settled, waiting.settled = waiting.settled, anyio.Event()
+                settled.set()
 
     def _too_large(self, line: Oversized) -> bytes:
         """The error response standing in for a message over the limit (b"" if it names no

@@ -375,3 +375,30 @@ async def test_leaving_the_toolset_stops_the_server_even_with_a_direct_call_wait
     [ended] = results
     assert ended.is_error
     assert "connection lost" in ended.first_text()
+
+
+@pytest.mark.parametrize(("era", "mode", "protocol"), ERAS)
+async def test_concurrent_requests_share_writes_and_each_gets_its_own_response(
+    era: str, mode: Any, protocol: str
+) -> None:
+    got: dict[int, str] = {}
+
+    async def echo(i: int) -> None:
+        result = await pipe.request("tools/call", {"name": "echo", "arguments": {"text": str(i)}})
+        got[i] = result["content"][0]["text"]
+
+    with anyio.fail_after(LIMIT):
+        async with upstream(era, mode) as toolset:
+            pipe = pipe_of(toolset)
+            await call_tool(toolset, "echo", {"text": "warm"}, CallContext())
+            before, direct = pipe.writes, pipe.direct_requests
+            async with anyio.create_task_group() as tg:
+                for i in range(40):
+                    tg.start_soon(echo, i)
+            writes = pipe.writes - before
+            assert pipe.direct_requests - direct == 40
+            lone = await call_tool(toolset, "echo", {"text": "alone"}, CallContext())
+            assert pipe.writes - before == writes + 1  # a lone request is one write of its own
+    assert got == {i: str(i) for i in range(40)}
+    assert 1 <= writes < 40, writes
+    assert lone.first_text() == "alone"
