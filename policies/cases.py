@@ -14,10 +14,13 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from policies.engine import PolicyEngine
 from policies.model import FlagName, GroupName
 from policies.session import SessionState
+from policies.session_labels import LabelSource
 from policies.yamlfile import load_yaml, parse_model
 from toolsets.context import Principal
 from toolsets.decision import Decision, Effect
 from toolsets.errors import ConfigIssue, PolicyError
+from toolsets.findings import Direction, Finding, FindingAction
+from toolsets.inspected import Verdict, escalated
 from toolsets.prefixed import SEPARATOR
 from toolsets.tooldef import ToolDef
 
@@ -25,6 +28,7 @@ __all__ = [
     "CallSpec",
     "CaseFile",
     "CaseResult",
+    "FindingSpec",
     "PastCall",
     "SessionSpec",
     "evaluate",
@@ -57,6 +61,10 @@ class SessionSpec(_Strict):
     calls: list[PastCall] = Field(default_factory=list, description="Earlier calls, in order.")
     groups: list[GroupName] = Field(default_factory=list, description="Loaded tool groups.")
     variables: dict[str, Any] = Field(default_factory=dict)
+    labels: list[str] = Field(
+        default_factory=list,
+        description="Data-flow labels the session carries already (besides its calls' ones).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -84,11 +92,29 @@ def session_state(spec: SessionSpec, engine: PolicyEngine | None = None) -> Sess
         if engine is not None and past.ok:
             tool = tool_for(past.tool, None, past.annotations)
             engine.labels.add_to(state, tool, call_id=f"earlier-{index}", at=float(index))
+    if spec.labels:
+        state.add_labels(spec.labels, LabelSource(call_id="case", tool="case", at=0.0))
     for group in spec.groups:
         state.load_group(group)
     for name, value in spec.variables.items():
         state.set_variable(name, value)
     return state
+
+
+class FindingSpec(_Strict):
+    """A content inspector's finding on the call (`toolsets.findings.Finding`): an ``ask`` or
+    ``deny`` one escalates the decision as in the gateway."""
+
+    kind: str
+    action: FindingAction
+    direction: Direction = "arguments"
+    inspector: str = "case"
+
+    def finding(self) -> Finding:
+        return Finding(
+            kind=self.kind, inspector=self.inspector, direction=self.direction, where="args",
+            start=0, end=0, action=self.action,
+        )  # fmt: skip
 
 
 class CallSpec(_Strict):
@@ -121,6 +147,10 @@ class CallSpec(_Strict):
     )
     stage: Literal["call", "list"] = Field(
         "call", description="Decide a call (read, get) or a listing."
+    )
+    findings: list[FindingSpec] = Field(
+        default_factory=list,
+        description="Inspector findings on its arguments (ask and deny escalate the decision).",
     )
 
     @model_validator(mode="after")
@@ -206,7 +236,12 @@ def evaluate(engine: PolicyEngine, call: CallSpec) -> Decision:
     if call.stage == "list":
         given = "session" in call.model_fields_set
         return engine.evaluate_visibility(tool, principal, session if given else None)
-    return engine.evaluate_call(tool, call.args, principal, session)
+    decision = engine.evaluate_call(tool, call.args, principal, session)
+    if not call.findings:
+        return decision
+    found = tuple(spec.finding() for spec in call.findings)
+    reason = "content inspection found " + ", ".join(sorted({f.kind for f in found}))
+    return escalated(decision, Verdict(content=None, masked=None, findings=found, reason=reason))
 
 
 def _evaluate_resource(

@@ -13,6 +13,7 @@ from policy_support import FIXTURES
 
 from gateway.cli.policy import register
 from policies import PolicyEngine, SessionState
+from policies.cases import run_case_file
 from policies.session_labels import LabelSource
 from policies.tool_labels import ServerLabels, ToolLabels, annotation_labels
 from toolsets.context import Principal
@@ -185,3 +186,20 @@ def test_check_counts_the_labelling_rules_and_lists_their_labels(
         f"labels: workspace-is-private: sources ['private'], sinks [] ({TRIFECTA}:4)",
         f"labels: mail-is-egress: sources [], sinks ['egress'] ({TRIFECTA}:7)",
     ]
+
+
+def test_case_files_know_session_labels_and_inspector_findings() -> None:
+    _, results = run_case_file(LABELS / "trifecta.cases.yaml")
+
+    assert [(r.case.name, r.decision.effect, r.failures) for r in results] == [
+        ("the third call of the trifecta asks", "ask", ()),
+        ("labels the session already carries count the same", "ask", ()),
+        ("one label alone lets the mail go", "allow", ()),
+        ("a deny finding of an inspector refuses an allowed call", "deny", ()),
+        ("an ask finding holds it", "ask", ()),
+        ("a redact finding changes no decision", "allow", ()),
+    ]
+    assert results[0].decision.reason.endswith(
+        "(session labels: private via web__read_file and untrusted via web__fetch)"
+    )
+    assert results[3].decision.findings[0].kind == "credential"
