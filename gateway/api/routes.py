@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.api.analytics import analytics_routes
+from gateway.api.console import console_routes
 from gateway.api.errors import BadRequest, error_response, read_json
 from gateway.api.event_scopes import approver_scope, subscriber_scope
 from gateway.api.event_stream import Visible, events_endpoint
@@ -307,4 +308,10 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         *grant_routes(gateway, lambda handler: _guard(auth, approver, handler)),
         *session_routes(gateway, lambda handler: _guard(auth, approver, handler)),
         *analytics_routes(gateway, lambda handler: _guard(auth, approver, handler)),
+        *console_routes(
+            gateway,
+            lambda handler: _guard(auth, approver, handler),
+            lambda request: _who(auth, request, *approver),
+            lambda request: _refused(auth, request, approver),
+        ),
     ]

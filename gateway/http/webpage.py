@@ -1,4 +1,5 @@
-"""The approvals web page at ``/approvals``: static files, strict security headers."""
+"""The approvals web page at ``/approvals`` and the operator console at ``/console``: static
+files, strict security headers."""
 
 from __future__ import annotations
 
@@ -47,4 +48,7 @@ def _assets() -> list[str]:
 def web_routes() -> list[BaseRoute]:
     """Routes serving the approvals page (it talks to ``/api/approvals`` with a Bearer token)."""
     page = _static("/approvals", "approvals.html")
-    return [page, *(_static(f"/approvals/{name}", name) for name in _assets())]
+    console = _static("/console", "console.html")  # the operator console (gateway/api/console.py)
+    names = _assets()
+    assets = [_static(f"/{at}/{name}", name) for at in ("approvals", "console") for name in names]
+    return [page, console, *assets]

@@ -70,6 +70,10 @@ class SessionBook:
             self._keep(key, state)
         return state
 
+    def loaded(self) -> list[tuple[str, SessionState]]:
+        """The sessions held in memory now (key and state), most recently used last."""
+        return list(self._states.items())
+
     def changed(self, ctx: CallContext) -> None:
         """``ctx``'s state changed: save it with the next flush."""
         key = session_key(ctx)

@@ -6,8 +6,8 @@ const $ = (id) => document.getElementById(id);
 const TYPES = "tool.approval.*,tool.pin_*,tool.grant.*";
 
 // Follows the stream while `isCurrent()`; `handlers`: { event(type, data, time),
-// connected(again), refused() }.
-export async function follow(signal, isCurrent, handlers) {
+// connected(again), refused() }; `source`: the stream's URL (the console reads its own).
+export async function follow(signal, isCurrent, handlers, source = "/api/events?types=" + TYPES) {
   let lastId = null;
   let backoff = 1;
   let again = false;
@@ -15,7 +15,7 @@ export async function follow(signal, isCurrent, handlers) {
     try {
       const headers = { "Authorization": "Bearer " + token() };
       if (lastId) headers["Last-Event-ID"] = lastId;
-      const response = await fetch("/api/events?types=" + TYPES, { headers, cache: "no-store", signal });
+      const response = await fetch(source, { headers, cache: "no-store", signal });
       if (response.status === 401) { handlers.refused(); return; }
       if (!response.ok || !response.body) throw new Error("event stream: " + response.status);
       backoff = 1;

@@ -1,0 +1,262 @@
+"""The operator console at ``/console`` against a served gateway with a stdio echo upstream:
+operators (approvers with the role ``operator``) see each section's real data at phone width;
+agents and approvers without the role get 403 and no data."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from playwright.async_api import Browser, Page, expect
+from support import echo_upstream, serve_asgi, write_config
+from web_support import HERE, Site, approver_api, calls, held, marker, new_page, screenshot
+
+from gateway import Gateway
+from gateway.http.app import build_app
+from toolsets import CallContext, Principal
+
+OPERATOR_TOKEN = "operator-token-for-tests"
+PLAIN_TOKEN = "plain-approver-token-for-tests"
+AGENT_TOKEN = "agent-token-for-tests"
+PHONE = 390
+CANDIDATE = """version: 1
+defaults: {effect: allow}
+rules:
+  - {id: no-echo, tools: [e__echo], effect: deny, reason: "no echo any more"}
+"""
+ROUTES = [
+    ("GET", "/api/console/upstreams"),
+    ("GET", "/api/console/catalogue?principal=agent:x"),
+    ("GET", "/api/console/policies"),
+    ("POST", "/api/console/explain"),
+    ("POST", "/api/console/replay"),
+    ("GET", "/api/console/events"),
+    ("GET", "/api/console/audit"),
+    ("GET", "/api/console/audit/verify"),
+    ("GET", "/api/console/sessions"),
+]
+
+
+@pytest.fixture(scope="module")
+async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
+    folder = tmp_path_factory.mktemp("console")
+    config = write_config(
+        folder,
+        [echo_upstream("e")],
+        policies={"files": [str(HERE / "fixtures" / "console.yaml")]},
+        approvals={"store": "memory"},
+        events={"audit": {"path": str(folder / "audit.db")}},
+        auth={
+            "approvers": [
+                {"id": "user:olga", "token": OPERATOR_TOKEN, "roles": ["operator", "security"]},
+                {"id": "user:pat", "token": PLAIN_TOKEN, "roles": ["security"]},
+            ],
+            "agents": [{"id": "agent:bot", "token": AGENT_TOKEN}],
+        },
+    )
+    gateway = Gateway.from_config(config)
+    async with serve_asgi(build_app(gateway)) as url:
+        assert await gateway.wait_ready(30)
+        yield Site(url, gateway)
+
+
+def _as(caller: str, session: str = "s-console", roles: tuple[str, ...] = ()) -> CallContext:
+    return CallContext(principal=Principal(id=caller, roles=frozenset(roles)), session_id=session)
+
+
+async def _open(browser: Browser, site: Site, token: str = OPERATOR_TOKEN) -> AsyncIterator[Page]:
+    async with new_page(browser, width=PHONE) as page:
+        await page.goto(f"{site.url}/console")
+        await page.fill("#token", token)
+        await page.click("#login button")
+        yield page
+
+
+@pytest.fixture
+async def console(browser: Browser, site: Site) -> AsyncIterator[Page]:
+    """The console at phone width, signed in as the operator."""
+    async for page in _open(browser, site):
+        await expect(page.locator("#status")).to_have_text("Signed in as user:olga (operator)")
+        yield page
+        await _fits(page)
+
+
+async def _fits(page: Page) -> None:
+    """Nothing is wider than the phone's screen."""
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE
+
+
+@pytest.mark.parametrize(("method", "path"), ROUTES)
+@pytest.mark.parametrize("token", [AGENT_TOKEN, PLAIN_TOKEN], ids=["agent", "plain-approver"])
+async def test_an_agent_or_an_approver_without_the_operator_role_gets_403_and_no_data(
+    site: Site, token: str, method: str, path: str
+) -> None:
+    async with approver_api(site, token) as client:
+        response = await client.request(method, path, json={} if method == "POST" else None)
+    assert response.status_code == 403
+    assert "items" not in response.json()
+    assert "version" not in response.json()
+
+
+async def test_the_console_refuses_a_missing_token_with_401(site: Site) -> None:
+    async with httpx2.AsyncClient(base_url=site.url) as client:
+        response = await client.get("/api/console/upstreams")
+    assert response.status_code == 401
+
+
+async def test_an_approver_without_the_operator_role_sees_no_console_section(
+    browser: Browser, site: Site
+) -> None:
+    async for page in _open(browser, site, PLAIN_TOKEN):
+        await expect(page.locator("#error")).to_contain_text("403")
+        await expect(page.locator("#error")).to_contain_text("without the role 'operator'")
+        await expect(page.locator("#console")).to_be_hidden()
+        await expect(page.locator("#upstream-list li")).to_have_count(0)
+
+
+async def test_upstreams_show_status_transport_era_tools_and_reconnects(
+    site: Site, console: Page
+) -> None:
+    up = site.gateway.upstreams["e"]
+    item = console.locator("#upstream-list li")
+    await expect(item).to_have_count(1)
+    await expect(item.locator("h3")).to_have_text("e — up")
+    facts = f"transport stdio · era {up.protocol_version} · {len(up.tools)} tools"
+    await expect(item).to_contain_text(facts)
+    await expect(item).to_contain_text("reconnects 0")
+    await expect(item).to_contain_text("no definition in quarantine")
+    await screenshot(console, "console-upstreams.png")
+
+
+async def test_the_catalogue_lists_what_the_chosen_principal_may_see(
+    site: Site, console: Page
+) -> None:
+    for roles, hidden in (("", True), ("ops", False)):
+        expected = await site.gateway.list_tools(
+            _as("agent:dev", "x", tuple(filter(None, [roles])))
+        )
+        await console.fill("#catalogue-principal", "agent:dev")
+        await console.fill("#catalogue-roles", roles)
+        await console.click("#catalogue-form button")
+        summary = f"agent:dev sees {len(expected)} tools"
+        await expect(console.locator("#catalogue-summary")).to_have_text(summary)
+        names = await console.locator("#catalogue-list h3").all_text_contents()
+        assert names == sorted(t.name for t in expected)
+        assert ("e__fail" not in names) is hidden
+    await screenshot(console, "console-catalogue.png")
+
+
+async def test_policies_show_the_layers_and_explain_a_call_as_policy_explain_does(
+    site: Site, console: Page
+) -> None:
+    await expect(console.locator("#policy-version")).to_have_text(site.gateway.policy.version)
+    layer = console.locator("#policy-layers li")
+    await expect(layer.locator("h3")).to_have_text(str(HERE / "fixtures" / "console.yaml"))
+    await expect(layer).to_contain_text("layer 0 · 3 rules · sha256 ")
+    await console.fill("#explain-tool", "e__echo")
+    await console.fill("#explain-principal", "agent:bot")
+    await console.fill("#explain-args", '{"text": "ASK for it"}')
+    await console.click("#explain-form button")
+    out = console.locator("#explain-out")
+    await expect(out).to_contain_text("effect:   ask")
+    await expect(out).to_contain_text("rule:     ask-echo (")
+    await expect(out).to_contain_text("reason:   asking echo needs security")
+    await screenshot(console, "console-policies.png")
+
+
+async def _replay_cli(audit: Path, candidate: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "gateway.cli", "policy", "replay", "--json"]
+    done = await anyio.run_process([*command, "--audit", str(audit), str(candidate)])
+    return dict(json.loads(done.stdout))
+
+
+async def test_replay_lists_the_same_changed_calls_as_lockgate_policy_replay(
+    site: Site, console: Page, tmp_path: Path
+) -> None:
+    for n in range(2):
+        await site.gateway.call_tool("e__echo", {"text": marker(f"replayed-{n}")}, _as("agent:r"))
+    await console.fill("#replay-policy", CANDIDATE)
+    await console.click("#replay-form button")
+    await expect(console.locator("#replay-summary")).to_contain_text("would be decided differently")
+    candidate = tmp_path / "console.yaml"
+    candidate.write_text(CANDIDATE, encoding="utf-8")
+    audit = Path(site.gateway.config.resolve(site.gateway.config.events.audit.path))
+    cli = await _replay_cli(audit, candidate)
+    expected = [
+        f"{r['old_effect']} → {r['new_effect']} by {r['new_rule_id']} · {r['count']} calls"
+        for r in cli["rows"]
+    ]
+    assert any(r["tool"] == "e__echo" and r["new_effect"] == "deny" for r in cli["rows"])
+    summary = f"{cli['calls']} recorded calls, {cli['changed']} would be decided differently"
+    await expect(console.locator("#replay-summary")).to_contain_text(summary)
+    await expect(console.locator("#replay-rows .facts")).to_have_text(expected)
+    await screenshot(console, "console-replay.png")
+
+
+async def test_the_live_event_stream_shows_new_calls_and_filters_them_by_text(
+    site: Site, console: Page
+) -> None:
+    await console.fill("#events-types", "tool.*")
+    await console.click("#events-form button")
+    await expect(console.locator("#live")).to_have_text("live")
+    caller, other = marker("agent:watched"), marker("agent:other")
+    await site.gateway.call_tool("e__echo", {"text": "hello"}, _as(caller))
+    await site.gateway.call_tool("e__echo", {"text": "hello"}, _as(other))
+    events = console.locator("#event-list li")
+    await expect(events.filter(has_text=caller).first).to_be_visible()
+    await expect(events.filter(has_text=other).first).to_be_visible()
+    await console.fill("#events-text", caller)
+    await expect(events.filter(has_text=other).first).to_be_hidden()
+    await expect(events.filter(has_text=caller).first).to_contain_text("e__echo")
+    assert not await events.filter(has_text="upstream.").count()  # the type filter held
+    await screenshot(console, "console-events.png")
+
+
+async def test_the_audit_log_shows_the_last_entries_and_verifies_its_chain(
+    site: Site, console: Page
+) -> None:
+    caller = marker("agent:audited")
+    await site.gateway.call_tool("e__echo", {"text": "on record"}, _as(caller))
+    await console.click("#audit-refresh")
+    entry = console.locator("#audit-list li", has_text=f"tool.call e__echo · {caller}")
+    await expect(entry).to_have_count(1)
+    await console.click("#audit-verify")
+    await expect(console.locator("#audit-verdict")).to_have_text(
+        re.compile(r"^Chain verified: \d+ entries intact$")
+    )
+    await screenshot(console, "console-audit.png")
+
+
+async def test_sessions_show_their_calls_labels_and_gates(site: Site, console: Page) -> None:
+    caller = marker("agent:sessioned")
+    await site.gateway.call_tool("e__whoami", {}, _as(caller, "s-gates"))
+    await console.click("#sessions-refresh")
+    item = console.locator("#session-list li", has_text=caller)
+    await expect(item.locator("h3")).to_have_text(f"{caller} · session s-gates")
+    await expect(item).to_contain_text("labels: private")
+    await expect(item).to_contain_text("e__weather: unlock_after open ('e__whoami' succeeded)")
+    await expect(item).to_contain_text("last: e__whoami")
+    await screenshot(console, "console-sessions.png")
+
+
+async def test_grants_show_a_grant_made_on_an_approval(site: Site, console: Page) -> None:
+    text = marker("ASK grant")
+    async with calls(site.gateway) as held_calls:
+        held_calls.start(text, "agent:granted")
+        id = await held(site.gateway, text)
+        async with approver_api(site, OPERATOR_TOKEN) as api:
+            body = {"decision": "approve", "grant": {"scope": "tool", "duration": "30m"}}
+            response = await api.post(f"/api/approvals/{id}/decision", json=body)
+            assert response.status_code == 200
+    await console.click("#grants-refresh")
+    item = console.locator("#grant-list li", has_text="e__echo (tool)")
+    await expect(item).to_contain_text("by user:olga · until ")
+    await screenshot(console, "console-grants.png")
