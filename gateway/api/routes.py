@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.api.analytics import analytics_routes
+from gateway.api.connections import connection_routes
 from gateway.api.console import console_routes
 from gateway.api.errors import BadRequest, error_response, read_json
 from gateway.api.event_scopes import approver_scope, subscriber_scope
@@ -308,6 +309,11 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         *grant_routes(gateway, lambda handler: _guard(auth, approver, handler)),
         *session_routes(gateway, lambda handler: _guard(auth, approver, handler)),
         *analytics_routes(gateway, lambda handler: _guard(auth, approver, handler)),
+        *connection_routes(
+            gateway,
+            lambda handler: _guard(auth, ("agent", "approver"), handler),
+            lambda handler: _guard(auth, approver, handler),
+        ),
         *console_routes(
             gateway,
             lambda handler: _guard(auth, approver, handler),

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from gateway.cli import approvals as cli_approvals
+from gateway.cli import connections as cli_connections
 from gateway.cli import db as cli_db
 from gateway.cli import doctor
 from gateway.cli import events as cli_events
@@ -26,6 +27,7 @@ from gateway.cli import policy as policy_cli
 from gateway.cli import replay as cli_replay
 from gateway.cli import scripts as cli_scripts
 from gateway.cli import sessions as cli_sessions
+from gateway.cli import vault as cli_vault
 from gateway.cli.config_file import config_option, config_path
 from gateway.cli.errors import exit_code_for
 from gateway.events.model import Event
@@ -179,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register(commands, config_option=config_option)
     cli_approvals.register(commands)
     cli_grants.register(commands)
+    cli_connections.register(commands)
+    cli_vault.register(commands, config_option=config_option)
     cli_sessions.register(commands)
     cli_pins.register(commands)
     cli_events.register(commands)

@@ -12,6 +12,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from gateway.config._strict import Strict
 from gateway.config.auth import AuthConfig
+from gateway.config.credentials import VaultConfig
 from gateway.config.events import EventsConfig
 from gateway.config.inspectors import InspectorConfig
 from gateway.config.listen import ListenConfig
@@ -101,6 +102,9 @@ class GatewayConfig(Strict):
     )
     telemetry: TelemetryConfig | None = Field(
         None, description="OpenTelemetry traces over OTLP (the otel extra); absent: off."
+    )
+    vault: VaultConfig | None = Field(
+        None, description="The encrypted store of per-principal upstream secrets."
     )
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
     startup_wait: float = Field(

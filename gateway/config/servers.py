@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import Field, model_validator
 
 from gateway.config._strict import Strict
+from gateway.config.credentials import CredentialsConfig
 from gateway.config.labels import ServerLabelsConfig
 from gateway.config.scripts import ScriptConfig
 from toolsets.upstream.sanitize import DEFAULT_MAX_DESCRIPTION
@@ -88,6 +89,10 @@ class ServerConfig(Strict):
 
     labels: ServerLabelsConfig | None = Field(
         None, description="Data-flow labels of the server's tools (see docs/data-flow.md)."
+    )
+    credentials: CredentialsConfig = Field(
+        default_factory=CredentialsConfig,
+        description="Per-caller upstream credentials (see docs/credentials.md); default shared.",
     )
 
     @model_validator(mode="after")

@@ -44,6 +44,8 @@ EventType = Literal[
     "task.status",
     "task.completed",
     "session.labels_cleared",
+    "credential.connected",
+    "credential.revoked",
     "lockgate.gap",
     "lockgate.reset",
 ]

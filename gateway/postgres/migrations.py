@@ -74,7 +74,14 @@ _V3: Final = (
         record jsonb NOT NULL)""",
     "CREATE INDEX tasks_by_owner ON tasks (principal, created_at DESC)",
 )
-MIGRATIONS: Final = ((*_V1, *EVENT_TABLES), _V2, _V3)
+# The vault (`gateway.postgres.vault`): per-principal upstream secrets, sealed (AES-GCM).
+_V4: Final = (
+    """CREATE TABLE credentials (
+        id text NOT NULL, server text NOT NULL, principal text NOT NULL,
+        created_at double precision NOT NULL, updated_at double precision NOT NULL,
+        key_id text NOT NULL, sealed bytea NOT NULL, PRIMARY KEY (server, principal))""",
+)
+MIGRATIONS: Final = ((*_V1, *EVENT_TABLES), _V2, _V3, _V4)
 """Migration ``n`` (from 0) takes the schema from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -64,6 +64,8 @@ class GatewayRuntime:
             await self._start_events(stack)
             stack.push_async_callback(parts.approvals.grants.store.close)
             stack.push_async_callback(parts.pins.store.close)
+            if parts.vault is not None:
+                stack.push_async_callback(parts.vault.close)
             await stack.enter_async_context(parts.sessions)
             if parts.scripts is not None:  # sandbox workers start and stop with the gateway
                 await stack.enter_async_context(parts.scripts.sandbox)

@@ -23,6 +23,7 @@ from gateway.runtime.signals import UpstreamSignals
 from gateway.scripts.toolset import ScriptHost
 from gateway.sessions.book import SessionBook
 from gateway.tasks.service import TaskService
+from gateway.vault import Vault
 from policies import PolicyDecider, PolicyHolder
 from toolsets.abstract import Toolset
 from toolsets.combined import CombinedToolset
@@ -113,3 +114,4 @@ class Parts:
     relay: Relay
     tasks: TaskService
     telemetry: Telemetry | None = None
+    vault: Vault | None = None

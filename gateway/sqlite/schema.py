@@ -63,7 +63,14 @@ _V5: Final = (
         created_at REAL NOT NULL, updated_at REAL NOT NULL, record TEXT NOT NULL)""",
     "CREATE INDEX tasks_by_owner ON tasks (principal, created_at)",
 )
-MIGRATIONS: Final = (_V1, _V2, _V3, _V4, _V5)
+# The vault (`gateway.sqlite.vault`): per-principal upstream secrets, sealed (AES-GCM).
+_V6: Final = (
+    """CREATE TABLE credentials (
+        id TEXT NOT NULL, server TEXT NOT NULL, principal TEXT NOT NULL,
+        created_at REAL NOT NULL, updated_at REAL NOT NULL,
+        key_id TEXT NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY (server, principal))""",
+)
+MIGRATIONS: Final = (_V1, _V2, _V3, _V4, _V5, _V6)
 """Migration ``n`` (from 0) takes the file from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gateway.auth.jwks import key_problem
+from gateway.config.credential_checks import check_credentials
 from gateway.config.loader import ConfigCheck, read_config
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import function_specs, python_command
@@ -77,6 +78,7 @@ GATEWAY_CHECKS: Final[tuple[ConfigCheck, ...]] = (
     check_commands,
     check_sources,
     check_keys,
+    check_credentials,
 )
 """What `load_config` checks beyond the file itself, in the order its issues are listed."""
 

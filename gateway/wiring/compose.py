@@ -45,7 +45,9 @@ from gateway.sessions.group_loaders import GroupLoaders
 from gateway.sessions.labels import SessionLabelSink
 from gateway.tasks.service import TaskService
 from gateway.telemetry import build_telemetry
+from gateway.vault import Vault
 from gateway.wiring.chain import call_chain
+from gateway.wiring.credentials import build_pool
 from gateway.wiring.events import event_parts
 from gateway.wiring.external import external_toolset
 from gateway.wiring.scripts import script_hooks, script_host, script_toolset
@@ -59,6 +61,7 @@ from gateway.wiring.stores import (
     task_store,
 )
 from gateway.wiring.upstreams import build_upstream
+from gateway.wiring.vault import build_vault
 from policies import PolicyEngine, PolicyHolder
 from toolsets.abstract import Toolset
 from toolsets.combined import CombinedToolset
@@ -149,13 +152,17 @@ def _children(
     signals: UpstreamSignals,
     upstreams: dict[str, MCPServerToolset],
     host: ScriptHost | None,
+    vault: Vault | None = None,
 ) -> list[Toolset]:
     children: list[Toolset] = []
     for index, server in enumerate(config.servers):
         if not server.enabled:
             continue
-        if server.transport == "python":
-            local: Toolset = _functions(config, server)
+        if server.credentials.per_principal and vault is not None:  # one connection per caller
+            pool = build_pool(config, server, vault, on_tools_changed=signals.tools_changed)
+            local: Toolset = ResourceLinksToolset(pool, server.exposed_prefix)
+        elif server.transport == "python":
+            local = _functions(config, server)
         elif server.transport == "script":
             assert host is not None  # a script server makes `script_host` build one
             local = script_toolset(config, index, host)
@@ -225,6 +232,7 @@ class _Served:
     served: PinnedToolset
     readiness: Readiness
     catalogue: CatalogueWatch
+    vault: Vault | None
 
 
 def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -> _Served:
@@ -235,9 +243,10 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     host = script_host(config, sessions, calls)
     signals = UpstreamSignals()
     upstreams: dict[str, MCPServerToolset] = {}
-    children = _children(config, signals, upstreams, host)
-    combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
     events = event_parts(config, shared)
+    vault = build_vault(config, shared, events.recorder.record)
+    children = _children(config, signals, upstreams, host, vault)
+    combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
     pins = _pins(config, events.recorder, list(upstreams), shared)
     served = PinnedToolset(combined, pins)
     readiness = Readiness(upstreams, startup_wait=config.startup_wait, served=served, policy=policy)
@@ -245,7 +254,7 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     signals.follow(changed=catalogue.changed)
     return _Served(
         shared, policy, sessions, host, signals, upstreams, combined, events, pins, served,
-        readiness, catalogue,
+        readiness, catalogue, vault,
     )  # fmt: skip
 
 
@@ -305,4 +314,5 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         relay=Relay(upstreams),
         tasks=TaskService(task_store(config, built.shared), upstreams, events.recorder),
         telemetry=telemetry,
+        vault=built.vault,
     )

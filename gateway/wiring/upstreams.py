@@ -31,36 +31,51 @@ connection on a larger one: an ``sse`` upstream's results are capped below that.
 
 
 def _target(
-    config: GatewayConfig, server: ServerConfig, session_gone: Callable[[], None]
+    config: GatewayConfig,
+    server: ServerConfig,
+    session_gone: Callable[[], None],
+    secret: str | None = None,
 ) -> ClientTarget:
-    """What `mcp.Client` connects to for ``server``; upstream credentials come only from config.
+    """What `mcp.Client` connects to for ``server``; upstream credentials come only from config,
+    and (``secret``: one principal's, in secret mode) the vault, as a header or variable.
     ``session_gone`` hears a 404 to a request that named a session (the server forgot it)."""
+    credentials = server.credentials
     if server.transport == "stdio":
         assert server.command is not None  # checked by ServerConfig
+        env = dict(server.env)
+        if secret is not None and credentials.env is not None:
+            env[credentials.env] = secret
         return StdioServerParameters(
             command=python_command(server.command),
             args=list(server.args),
-            env=dict(server.env) or None,
+            env=env or None,
             cwd=str(config.resolve(server.cwd)) if server.cwd else str(config.base_dir),
         )
     assert server.url is not None  # checked by ServerConfig
-    headers = dict(server.headers) or None
+    headers = dict(server.headers)
+    if secret is not None and credentials.header is not None:
+        headers[credentials.header] = credentials.value.replace("{secret}", secret)
     traced = tracing_wanted(config) is not None  # trace context in headers too
     if server.transport == "sse":
         factory = functools.partial(_http_client, server, traced=traced)
-        return sse_client(server.url, headers=headers, httpx_client_factory=factory)
-    return _streamable_http(server, server.url, session_gone, traced=traced)
+        return sse_client(server.url, headers=headers or None, httpx_client_factory=factory)
+    return _streamable_http(server, server.url, session_gone, traced=traced, headers=headers)
 
 
 @contextlib.asynccontextmanager
 async def _streamable_http(
-    server: ServerConfig, url: str, session_gone: Callable[[], None], *, traced: bool = False
+    server: ServerConfig,
+    url: str,
+    session_gone: Callable[[], None],
+    *,
+    traced: bool = False,
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[TransportStreams]:
     async def watch(response: httpx2.Response) -> None:
         if response.status_code == 404 and SESSION_HEADER in response.request.headers:
             session_gone()
 
-    http = _http_client(server, headers=dict(server.headers) or None, traced=traced)
+    http = _http_client(server, headers=headers or None, traced=traced)
     http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks["response"], watch]}
     # The SDK does not close a client it is given: this connection owns (and closes) its own.
     # Its own event limit never trips: `ResponseLimit` hands it no event over the limit.
@@ -105,11 +120,13 @@ def build_upstream(
     *,
     on_tools_changed: ToolsChangedHandler | None = None,
     on_status: StatusHandler | None = None,
+    secret: str | None = None,
 ) -> MCPServerToolset:
-    """The toolset of one configured upstream server (not yet connected)."""
+    """The toolset of one configured upstream server (not yet connected); ``secret``: one
+    principal's connection in secret mode (`gateway.wiring.credentials`)."""
     toolset = MCPServerToolset(
         server.name,
-        lambda: _target(config, server, toolset.session_gone),
+        lambda: _target(config, server, toolset.session_gone, secret),
         timeout=server.timeout or config.call_timeout,
         connect_timeout=server.connect_timeout,
         max_result_bytes=server.max_result_bytes,

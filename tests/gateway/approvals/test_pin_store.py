@@ -69,7 +69,7 @@ async def test_a_version_1_pending_file_gains_the_pins_table_and_keeps_its_calls
     assert await pending.list() == []
     await pending.close()
     version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
-    assert version == SCHEMA_VERSION == 5
+    assert version == SCHEMA_VERSION == 6
     assert await SQLitePinStore(path).load() == [RECORD]
 
 

@@ -1,0 +1,120 @@
+"""``servers[].credentials`` and ``vault``: how each caller reaches an upstream as themselves.
+
+``mode: shared`` (the default) is today's one set of ``headers``/``env`` for everyone. ``mode:
+secret`` injects a per-principal secret, kept in the encrypted vault, as an HTTP header
+(``header``, its ``value`` template) or a stdio server's environment variable (``env``), over one
+upstream connection per (server, principal). ``oauth`` and ``token_exchange`` are not built yet:
+they are refused by name, so nobody believes they work.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from typing import Any, Final, Literal
+
+from pydantic import Field, field_validator
+
+from gateway.config._strict import Strict
+
+__all__ = [
+    "KEY_FORM",
+    "NOT_YET",
+    "CredentialsConfig",
+    "VaultConfig",
+    "vault_key_problem",
+]
+
+NOT_YET: Final = frozenset({"oauth", "token_exchange"})
+KEY_FORM: Final = "32 random bytes in base64, e.g. `openssl rand -base64 32`"
+
+
+class CredentialsConfig(Strict):
+    """How the gateway authenticates to one upstream (``servers[].credentials``)."""
+
+    mode: Literal["shared", "secret"] = Field(
+        "shared",
+        description=(
+            "shared: the server's headers/env for every caller; secret: each principal's own "
+            "secret from the vault, one connection per principal (oauth, token_exchange: not "
+            "yet supported)."
+        ),
+    )
+    header: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9-]{1,64}$",
+        description="secret mode, http/sse: the request header carrying the secret.",
+    )
+    value: str = Field(
+        "{secret}",
+        description="secret mode, http/sse: the header's value; {secret} is the secret.",
+    )
+    env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+        description="secret mode, stdio: the environment variable carrying the secret.",
+    )
+    idle_timeout: float = Field(
+        300.0, gt=0, description="Seconds a principal's unused connection stays open."
+    )
+    max_connections: int = Field(
+        100, gt=0, description="Connections (stdio: processes) open at once to this server."
+    )
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _not_yet(cls, value: Any) -> Any:
+        if value in NOT_YET:
+            raise ValueError(
+                f"credentials mode {value!r} is not yet supported (available: shared, secret)"
+            )
+        return value
+
+    @field_validator("value")
+    @classmethod
+    def _has_secret(cls, value: str) -> str:
+        if "{secret}" not in value:
+            raise ValueError("the value template must contain {secret}")
+        return value
+
+    @property
+    def per_principal(self) -> bool:
+        """Each principal has its own connection (every mode but ``shared``)."""
+        return self.mode != "shared"
+
+
+class VaultConfig(Strict):
+    """The encrypted store of per-principal upstream secrets (``vault``)."""
+
+    key: str = Field(
+        pattern=r"^env:[A-Za-z_][A-Za-z0-9_]*$",
+        description="env:NAME: the variable holding the key (32 bytes, base64).",
+    )
+    previous_keys: list[str] = Field(
+        default_factory=list,
+        description="env:NAME of older keys still readable (during a rotation).",
+    )
+
+    @field_validator("previous_keys")
+    @classmethod
+    def _env_refs(cls, value: list[str]) -> list[str]:
+        for ref in value:
+            if not ref.startswith("env:") or len(ref) < 5:
+                raise ValueError(f"{ref!r} is not env:NAME")
+        return value
+
+
+def vault_key_problem(ref: str) -> str | None:
+    """Why ``ref`` (``env:NAME``) does not give a vault key, or None (never echoes the value)."""
+    name = ref.removeprefix("env:")
+    held = os.environ.get(name, "")
+    if not held:
+        return f"environment variable {name} is not set (it should hold {KEY_FORM})"
+    try:
+        size = len(base64.b64decode(held, validate=True))
+    except (binascii.Error, ValueError):
+        return f"environment variable {name} is not base64; it should hold {KEY_FORM}"
+    if size != 32:
+        return f"environment variable {name} holds {size} bytes; it should hold {KEY_FORM}"
+    return None

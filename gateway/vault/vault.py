@@ -1,0 +1,138 @@
+"""`Vault`: per-principal upstream secrets, sealed at rest, with events on every change.
+
+The vault is the only code that holds a secret in clear: it seals on `set`, opens on `secret`
+(for the connection pool, never for a page), and shows anyone else a `Connection` (id, server,
+principal, times). Its events, ``credential.connected`` and ``credential.revoked``, carry the
+same and nothing more.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+from gateway.events.model import Event
+from gateway.vault.cipher import Keyring
+from gateway.vault.errors import VaultError
+from gateway.vault.record import Connection, SealedRecord
+from gateway.vault.store import VaultStore
+
+__all__ = ["MAX_SECRET", "Listener", "Record", "Vault"]
+
+Record = Callable[[Event], Awaitable[None]]
+Listener = Callable[[str, str], Awaitable[object]]
+"""Told ``(server, principal)`` after a secret was set or revoked (a pool opens or closes)."""
+MAX_SECRET = 16 << 10
+"""The longest secret accepted (characters): a header value or environment variable."""
+
+
+async def _no_record(event: Event) -> None:
+    return None
+
+
+class Vault:
+    """Secrets by (server, principal), sealed with ``keyring``'s current key in ``store``.
+
+    Args:
+        store: Where sealed records live.
+        keyring: The current key and the older ones still readable.
+        record: Puts an event on record (audit, then the bus).
+    """
+
+    def __init__(self, store: VaultStore, keyring: Keyring, record: Record = _no_record) -> None:
+        self.store = store
+        self.keyring = keyring
+        self.record = record
+        self.listeners: list[Listener] = []
+
+    async def set(self, server: str, principal: str, secret: str) -> Connection:
+        """Store ``principal``'s secret for ``server`` (replacing one set before).
+
+        Raises:
+            VaultError: the secret is empty, too long or has a line break.
+        """
+        if not secret or len(secret) > MAX_SECRET or "\n" in secret or "\r" in secret:
+            raise VaultError(
+                f"a secret must be 1 to {MAX_SECRET} characters on one line (the value itself "
+                "is not repeated here)"
+            )
+        now = time.time()
+        before = await self.store.get(server, principal)
+        if before is None:
+            id = uuid.uuid4().hex
+            connection = Connection(
+                id=id, server=server, principal=principal, created_at=now, updated_at=now
+            )
+        else:
+            connection = replace(before.connection, updated_at=now)
+        key, sealed = self.keyring.seal(secret, server=server, principal=principal)
+        await self.store.put(SealedRecord(connection=connection, key_id=key, sealed=sealed))
+        await self.record(Event(type="credential.connected", data=_data(connection, "secret")))
+        await self._tell(server, principal)
+        return connection
+
+    async def _tell(self, server: str, principal: str) -> None:
+        for listener in self.listeners:
+            await listener(server, principal)
+
+    async def secret(self, server: str, principal: str) -> str | None:
+        """``principal``'s secret for ``server`` in clear, or None when none is set.
+
+        Raises:
+            VaultError: the record does not open (`VaultKeyMissing`: its key is not held).
+        """
+        found = await self.store.get(server, principal)
+        if found is None:
+            return None
+        return self._open(found)
+
+    def _open(self, found: SealedRecord) -> str:
+        c = found.connection
+        return self.keyring.open(
+            found.key_id, found.sealed, server=c.server, principal=c.principal, connection_id=c.id
+        )
+
+    async def revoke(self, server: str, principal: str, *, by: str) -> Connection | None:
+        """Forget ``principal``'s secret for ``server``; the connection it had, or None."""
+        found = await self.store.get(server, principal)
+        if found is None or not await self.store.delete(server, principal):
+            return None
+        data = {**_data(found.connection, "secret"), "by": by}
+        await self.record(Event(type="credential.revoked", data=data))
+        await self._tell(server, principal)
+        return found.connection
+
+    async def connections(self, principal: str | None = None) -> list[Connection]:
+        """Every connection (of ``principal`` only, when given), without secrets."""
+        return [found.connection for found in await self.store.all(principal)]
+
+    async def rotate(self) -> int:
+        """Seal every record again with the current key; how many were re-sealed.
+
+        Raises:
+            VaultKeyMissing: a record's key is not in the ring (nothing after it is changed).
+        """
+        count = 0
+        for found in await self.store.all():
+            if found.key_id == self.keyring.current_id:
+                continue
+            c = found.connection
+            secret = self._open(found)
+            key, sealed = self.keyring.seal(secret, server=c.server, principal=c.principal)
+            await self.store.put(replace(found, key_id=key, sealed=sealed))
+            count += 1
+        return count
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+def _data(connection: Connection, mode: str) -> dict[str, object]:
+    return {
+        "connection_id": connection.id,
+        "server": connection.server,
+        "principal": connection.principal,
+        "mode": mode,
+    }

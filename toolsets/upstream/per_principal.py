@@ -1,0 +1,244 @@
+"""`PerPrincipalToolset`: one upstream connection per principal, for servers whose callers each
+bring their own credentials (``credentials.mode`` other than ``shared``).
+
+Each principal's connection is an `MCPServerToolset` made by the gateway's ``factory`` with that
+principal's secret, opened on first use (or when the secret is set: `warm`), closed after
+``idle_timeout`` seconds unused, and at most ``max_connections`` at once. A stdio server is one
+process per principal. The catalogue served is the one listed by the latest connection to come
+up (the same for every caller, as the chain above expects); before any principal has connected
+it is empty. A call from a principal with no secret is refused (``not_connected``), naming how
+to connect; a secret replaced or revoked closes the connection made with the old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import anyio
+from anyio.abc import TaskGroup
+
+from toolsets.abstract import ToolsChangedHandler, Toolset
+from toolsets.context import CallContext
+from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
+from toolsets.result import ToolResult
+from toolsets.tooldef import ToolDef
+from toolsets.upstream.server import MCPServerToolset
+
+__all__ = ["ConnectionFactory", "PerPrincipalToolset", "PrincipalSecrets"]
+
+log = logging.getLogger("lockgate.upstream")
+
+
+class PrincipalSecrets(Protocol):
+    """The secrets of one server's callers (the gateway's vault, bound to the server)."""
+
+    async def secret(self, principal: str) -> str | None:
+        """``principal``'s secret, or None when none is set."""
+        ...
+
+    async def principals(self) -> list[str]:
+        """The principals with a secret set."""
+        ...
+
+
+ConnectionFactory = Callable[[str, str, ToolsChangedHandler], MCPServerToolset]
+"""``factory(principal, secret, on_tools_changed)``: a principal's (unopened) connection."""
+
+
+@dataclass(eq=False)
+class _Entry:
+    toolset: MCPServerToolset
+    fingerprint: bytes
+    last_used: float
+    active: int = 0
+    stop: anyio.Event = field(default_factory=anyio.Event)
+
+
+def _fingerprint(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+class PerPrincipalToolset(Toolset):
+    """The tools of one upstream, each caller over their own connection."""
+
+    def __init__(
+        self,
+        name: str,
+        factory: ConnectionFactory,
+        secrets: PrincipalSecrets,
+        *,
+        idle_timeout: float = 300.0,
+        max_connections: int = 100,
+        connect_timeout: float = 20.0,
+        on_tools_changed: ToolsChangedHandler | None = None,
+    ) -> None:
+        self.name = name
+        self.factory, self.secrets = factory, secrets
+        self.idle_timeout, self.max_connections = idle_timeout, max_connections
+        self.connect_timeout = connect_timeout
+        self.on_tools_changed = on_tools_changed
+        self.entries: dict[str, _Entry] = {}
+        self._tools: dict[str, ToolDef] = {}
+        self._version = 0
+        self._tg: TaskGroup | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        return self._tools
+
+    def not_connected(self) -> Refusal:
+        """The refusal of a call from a principal with no secret for this server."""
+        path = f"/api/connections/{self.name}"
+        return Refusal(
+            kind="not_connected",
+            message=(
+                f"{self.name!r} is reached with each caller's own credentials and you have none "
+                f"set: run `lockgate connections set {self.name}` (or PUT {path}), then call again"
+            ),
+            unblock=Unblock(action="connect", url=path),
+            details={"server": self.name},
+        )
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
+        principal = ctx.principal.id
+        secret = await self.secrets.secret(principal)
+        if secret is None:
+            self.drop(principal)
+            return refusal_result(self.not_connected(), tool=tool)
+        entry = self._open(principal, secret)
+        if entry is None:
+            return failure_result(
+                f"{self.name!r} has {self.max_connections} connections open (its "
+                "credentials.max_connections): try again when one closes, or raise the limit",
+                "upstream_unavailable",
+                server=self.name,
+            )
+        entry.active += 1
+        try:
+            if not await entry.toolset.wait_ready(self.connect_timeout):
+                return failure_result(
+                    f"{self.name!r} did not connect with {principal!r}'s credentials "
+                    f"({entry.toolset.detail}): check them, set them again, or try later",
+                    "upstream_unavailable",
+                    server=self.name,
+                )
+            return await entry.toolset.call_tool(name, args, ctx, tool)
+        finally:
+            entry.active -= 1
+            entry.last_used = anyio.current_time()
+
+    def _open(self, principal: str, secret: str) -> _Entry | None:
+        """``principal``'s connection made with ``secret``: the one open, or a new one (None
+        when the server is at ``max_connections``)."""
+        fingerprint = _fingerprint(secret)
+        entry = self.entries.get(principal)
+        if entry is not None and entry.fingerprint == fingerprint:
+            entry.last_used = anyio.current_time()
+            return entry
+        if entry is not None:  # the secret changed: the old connection goes
+            self.drop(principal)
+        elif len(self.entries) >= self.max_connections:
+            return None
+        assert self._tg is not None, "the toolset is not entered"
+        toolset = self.factory(principal, secret, self._relisted(principal))
+        entry = _Entry(toolset, fingerprint, anyio.current_time())
+        self.entries[principal] = entry
+        self._tg.start_soon(self._hold, principal, entry, name=f"upstream {self.name} {principal}")
+        return entry
+
+    async def warm(self, principal: str) -> bool:
+        """Open ``principal``'s connection now (its secret was just set) and wait for its
+        first outcome, its tools becoming the catalogue; True when it is up (False: no secret,
+        the server full or down). A revoked secret closes the connection instead."""
+        secret = await self.secrets.secret(principal)
+        if secret is None or self._tg is None:
+            self.drop(principal)
+            return False
+        entry = self._open(principal, secret)
+        if entry is None or not await entry.toolset.wait_ready(self.connect_timeout):
+            return False
+        await self._adopt(entry.toolset.tools)
+        return True
+
+    def drop(self, principal: str) -> None:
+        """Close ``principal``'s connection (its secret was revoked or replaced)."""
+        entry = self.entries.pop(principal, None)
+        if entry is not None:
+            entry.stop.set()
+
+    async def _hold(self, principal: str, entry: _Entry) -> None:
+        """Keep ``entry`` open until it is dropped or idle for ``idle_timeout`` seconds."""
+        try:
+            async with entry.toolset:
+                if await entry.toolset.wait_ready(self.connect_timeout):
+                    await self._adopt(entry.toolset.tools)
+                while not entry.stop.is_set():
+                    idle_until = entry.last_used + self.idle_timeout
+                    if entry.active == 0 and anyio.current_time() >= idle_until:
+                        break
+                    with anyio.move_on_after(max(idle_until - anyio.current_time(), 0.05)):
+                        await entry.stop.wait()
+        finally:
+            if self.entries.get(principal) is entry:
+                del self.entries[principal]
+
+    async def _adopt(self, tools: dict[str, ToolDef]) -> None:
+        if tools == self._tools:
+            return
+        self._tools = dict(tools)
+        self._version += 1
+        if self.on_tools_changed is not None:
+            await self.on_tools_changed(self.name)
+
+    def _relisted(self, principal: str) -> ToolsChangedHandler:
+        """What ``principal``'s connection calls when it re-listed its tools: they become the
+        catalogue."""
+
+        async def relisted(source: str) -> None:
+            entry = self.entries.get(principal)
+            if entry is not None:
+                await self._adopt(entry.toolset.tools)
+
+        return relisted
+
+    async def _first(self) -> None:
+        """At start: learn the catalogue through the first principal with a secret."""
+        try:
+            known = await self.secrets.principals()
+            if known:
+                await self.warm(known[0])
+        except Exception as exc:  # the vault unreadable: calls will say so, one by one
+            log.warning("%s: no catalogue at start (%s)", self.name, exc)
+
+    async def __aenter__(self) -> Self:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._first, name=f"upstream {self.name} first listing")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        for principal in list(self.entries):
+            self.drop(principal)
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            await tg.__aexit__(None, None, None)
+        return None
