@@ -225,40 +225,56 @@ def _append(conn: sqlite3.Connection, row: dict[str, Any]) -> AuditEntry:
     return _append_rows(conn, [row])[0]
 
 
-def _logged(conn: sqlite3.Connection, event_id: str | None) -> AuditEntry | None:
-    if event_id is None:
-        return None
-    found = conn.execute(f"SELECT {COLUMNS} FROM audit WHERE event_id = ?", (event_id,))
-    row = found.fetchone()
-    return None if row is None else entry_of(row)
+def _logged(conn: sqlite3.Connection, event_ids: Sequence[str]) -> dict[str, AuditEntry]:
+    """The entries already logged for ``event_ids`` (one query per 500 ids), by event id."""
+    found: dict[str, AuditEntry] = {}
+    for start in range(0, len(event_ids), 500):
+        chunk = event_ids[start : start + 500]
+        query = f"SELECT {COLUMNS} FROM audit WHERE event_id IN ({', '.join('?' * len(chunk))})"
+        for row in conn.execute(query, chunk):
+            found[row[6]] = entry_of(row)
+    return found
+
+
+def _synchronous(conn: sqlite3.Connection, durable: bool) -> None:
+    """FULL (fsync at commit) for durable writes, NORMAL otherwise; set only when it changes."""
+    mode = 2 if durable else 1
+    if conn.execute("PRAGMA synchronous").fetchone()[0] != mode:
+        conn.execute(f"PRAGMA synchronous={mode}")
 
 
 def _append_rows(
     conn: sqlite3.Connection, rows: Sequence[dict[str, Any]], durable: bool = True
 ) -> list[AuditEntry]:
-    """Append ``rows`` in one transaction: at most one fsync however many there are."""
-    conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+    """Append ``rows`` in one transaction: at most one fsync however many there are, one query
+    for the event ids already logged, one statement for the inserts."""
+    _synchronous(conn, durable)
     conn.execute("BEGIN IMMEDIATE")
     entries: list[AuditEntry] = []
     try:
         head = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev_hash = (head[0], head[1]) if head else (0, GENESIS)
+        logged = _logged(conn, [row["event_id"] for row in rows if row["event_id"] is not None])
+        values: list[tuple[Any, ...]] = []
         for row in rows:
-            if (existing := _logged(conn, row["event_id"])) is not None:
+            event_id = row["event_id"]
+            if event_id is not None and (existing := logged.get(event_id)) is not None:
                 entries.append(existing)
                 continue
             seq += 1
             entry, body = chained_entry(seq, prev_hash, row)
-            values = (seq, entry.ts, *list(row.values())[:5], body, prev_hash, entry.hash)
-            conn.execute(f"INSERT INTO audit ({COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
+            values.append((seq, entry.ts, *list(row.values())[:5], body, prev_hash, entry.hash))
             entries.append(entry)
             prev_hash = entry.hash
+            if event_id is not None:  # the same event twice in one batch is logged once
+                logged[event_id] = entry
+        conn.executemany(f"INSERT INTO audit ({COLUMNS}) VALUES ({', '.join('?' * 10)})", values)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:  # SQLite may have rolled back itself (disk full): keep its error
             conn.execute("ROLLBACK")
         raise
-    if seq > (head[0] if head else 0):  # something was appended: move the anchor
+    if values:  # something was appended: move the anchor
         _write_anchor(conn, seq, prev_hash, durable)
     return entries
 

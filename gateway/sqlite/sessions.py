@@ -36,6 +36,8 @@ class SQLiteSessionStore(SessionStore):
         rows = [(key, now, canonical_json(state).decode()) for key, state in states.items()]
 
         def save(conn: sqlite3.Connection) -> None:
+            # Written behind anyway: no fsync per flush (WAL; durable with the next checkpoint).
+            conn.execute("PRAGMA synchronous = NORMAL")
             with immediate(conn):
                 conn.executemany(
                     "INSERT OR REPLACE INTO sessions (key, updated_at, state) VALUES (?, ?, ?)",

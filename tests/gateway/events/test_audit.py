@@ -141,6 +141,22 @@ async def test_the_same_event_is_logged_once(tmp_path: Path) -> None:
     assert first.body["data"]["decision"] == {"effect": "deny", "rule_id": "no-env"}
 
 
+async def test_a_batch_logs_each_event_once_and_keeps_its_order_and_durability_modes(
+    tmp_path: Path,
+) -> None:
+    events = [tool_call(TOOL, CTX, {"n": n}) for n in range(3)]
+    async with AuditLog(tmp_path / "audit.db") as log:
+        [first] = await log.append_events(events[:1], durable=False)
+        batch = await log.append_events([events[1], events[0], events[1], events[2]])
+        assert batch[1] == first
+        assert batch[0] == batch[2]
+        assert [e.seq for e in batch] == [2, 1, 2, 3]
+        assert [e.event_id for e in await log.tail()] == [e.id for e in events[:1] + events[1:]]
+        await log.append_events(events, durable=False)  # nothing new: the anchor stays
+    assert verify(tmp_path / "audit.db").ok
+    assert json.loads(anchor_path(tmp_path / "audit.db").read_text())["seq"] == 3
+
+
 async def test_audit_sink_logs_published_events_with_redaction(tmp_path: Path) -> None:
     bus = EventBus("gw")
     decision = SimpleDecision("allow", None, ("args.token",))
