@@ -270,13 +270,16 @@ class _Handlers:
         return JSONResponse(_call_json(call, self.holding))
 
 
+_ANYONE: tuple[Role, ...] = ("approver", "subscriber", "worker")
+"""Who may ask ``GET /api/me``."""
+
+
 def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
     """Routes of the REST API, bound to ``gateway``."""
     api = _Handlers(gateway)
     approver: tuple[Role, ...] = ("approver",)
     worker: tuple[Role, ...] = ("worker", "approver")
     watchers: tuple[Role, ...] = ("subscriber", "approver")
-    anyone: tuple[Role, ...] = ("approver", "subscriber", "worker")
 
     async def scope(request: Request) -> Visible | bool:
         """A subscriber's filter, or an approver's own calls (gateway/api/event_scopes.py)."""
@@ -292,7 +295,7 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         gateway.parts.events.stream, scope, refused=lambda r: _refused(auth, r, watchers)
     )
     return [
-        Route("/api/me", _guard(auth, anyone, api.me), methods=["GET"]),
+        Route("/api/me", _guard(auth, _ANYONE, api.me), methods=["GET"]),
         Route("/api/approvals", _guard(auth, approver, api.list_calls), methods=["GET"]),
         Route("/api/approvals/{id}", _guard(auth, approver, api.get_call), methods=["GET"]),
         Route("/api/approvals/{id}/decision", _guard(auth, approver, api.decide), methods=["POST"]),
