@@ -9,9 +9,10 @@ running now with the approval it met.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Link, Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from gateway.approvals.pending import PendingCall
@@ -84,6 +85,12 @@ class HoldSpans:
         span.end(end_time=_ns(max(call.updated_at, call.created_at)))
 
 
+def _linked(span: Span, span_id: int) -> bool:
+    """Whether ``span`` (an SDK span, which lists its links) already links to ``span_id``."""
+    links: Sequence[Link] = getattr(span, "links", ())
+    return any(link.context.span_id == span_id for link in links)
+
+
 class HeldMarks:
     """Implements `gateway.approvals.holding.HeldObserver`: the call running now names the
     approval it met, its approver, and links to the trace that held it when that is another."""
@@ -99,5 +106,6 @@ class HeldMarks:
         if held_by is None or held_by == trace_context.traceparent():
             return  # held by this very call: no link to itself
         link = link_to(held_by)
-        if link is not None:
-            root.add_link(link.context, {"lockgate.link": "held_call"})
+        if link is None or _linked(root, link.context.span_id):
+            return  # observed twice (found, then picked up): one link
+        root.add_link(link.context, {"lockgate.link": "held_call"})

@@ -103,7 +103,7 @@ async def test_a_resumed_graph_call_links_to_the_trace_that_held_it(
     assert held["attributes"]["network.transport"] == transport
     assert resumed["trace_id"] != hold["trace_id"]
     links = [(link["trace_id"], link["span_id"]) for link in resumed["links"]]
-    assert (hold["trace_id"], step["span_id"]) in links
+    assert links.count((hold["trace_id"], step["span_id"])) == 1  # linked once
     assert resumed["attributes"]["lockgate.approval.id"] == approval
     assert resumed["attributes"][APPROVER] == OPS.id
     assert graph_tools.EXECUTED == [("transfer", {**TRANSFER, "currency": "EUR"})]
