@@ -16,6 +16,19 @@ function failed(e) {
   showError(e.message);
 }
 
+const SECTIONS = ["upstreams", "catalogue", "policies", "events", "audit", "sessions", "grants"];
+
+// One section at a time (the one the address names: #catalogue), so a phone shows it whole.
+function showSection() {
+  const wanted = location.hash.slice(1);
+  const current = SECTIONS.includes(wanted) ? wanted : SECTIONS[0];
+  for (const name of SECTIONS) $(name).classList.toggle("current", name === current);
+  for (const link of $("sections").querySelectorAll("a")) {
+    if (link.getAttribute("href") === "#" + current) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
 function shown(yes) {
   $("login").hidden = yes;
   $("who").hidden = !yes;
@@ -67,6 +80,8 @@ document.addEventListener("DOMContentLoaded", () => {
   initCatalogue(failed);
   initPolicies(failed);
   initEvents(() => signOut("Signed out: the token was refused (401)."));
+  window.addEventListener("hashchange", showSection);
+  showSection();
   shown(false);
   start();
 });

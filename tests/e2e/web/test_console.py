@@ -88,6 +88,12 @@ async def console(browser: Browser, site: Site) -> AsyncIterator[Page]:
         await _fits(page)
 
 
+async def _show(page: Page, section: str) -> None:
+    """Open the console's ``section`` (its link in the sections bar)."""
+    await page.locator(f'#sections a[href="#{section}"]').click()
+    await expect(page.locator(f"#{section}")).to_be_visible()
+
+
 async def _fits(page: Page) -> None:
     """Nothing is wider than the phone's screen."""
     width = await page.evaluate("document.documentElement.scrollWidth")
@@ -139,6 +145,7 @@ async def test_upstreams_show_status_transport_era_tools_and_reconnects(
 async def test_the_catalogue_lists_what_the_chosen_principal_may_see(
     site: Site, console: Page
 ) -> None:
+    await _show(console, "catalogue")
     for roles, hidden in (("", True), ("ops", False)):
         expected = await site.gateway.list_tools(
             _as("agent:dev", "x", tuple(filter(None, [roles])))
@@ -157,6 +164,7 @@ async def test_the_catalogue_lists_what_the_chosen_principal_may_see(
 async def test_policies_show_the_layers_and_explain_a_call_as_policy_explain_does(
     site: Site, console: Page
 ) -> None:
+    await _show(console, "policies")
     await expect(console.locator("#policy-version")).to_have_text(site.gateway.policy.version)
     layer = console.locator("#policy-layers li")
     await expect(layer.locator("h3")).to_have_text(str(HERE / "fixtures" / "console.yaml"))
@@ -183,6 +191,7 @@ async def test_replay_lists_the_same_changed_calls_as_lockgate_policy_replay(
 ) -> None:
     for n in range(2):
         await site.gateway.call_tool("e__echo", {"text": marker(f"replayed-{n}")}, _as("agent:r"))
+    await _show(console, "policies")
     await console.fill("#replay-policy", CANDIDATE)
     await console.click("#replay-form button")
     await expect(console.locator("#replay-summary")).to_contain_text("would be decided differently")
@@ -204,6 +213,7 @@ async def test_replay_lists_the_same_changed_calls_as_lockgate_policy_replay(
 async def test_the_live_event_stream_shows_new_calls_and_filters_them_by_text(
     site: Site, console: Page
 ) -> None:
+    await _show(console, "events")
     await console.fill("#events-types", "tool.*")
     await console.click("#events-form button")
     await expect(console.locator("#live")).to_have_text("live")
@@ -225,6 +235,7 @@ async def test_the_audit_log_shows_the_last_entries_and_verifies_its_chain(
 ) -> None:
     caller = marker("agent:audited")
     await site.gateway.call_tool("e__echo", {"text": "on record"}, _as(caller))
+    await _show(console, "audit")
     await console.click("#audit-refresh")
     entry = console.locator("#audit-list li", has_text=f"tool.call e__echo · {caller}")
     await expect(entry).to_have_count(1)
@@ -238,6 +249,7 @@ async def test_the_audit_log_shows_the_last_entries_and_verifies_its_chain(
 async def test_sessions_show_their_calls_labels_and_gates(site: Site, console: Page) -> None:
     caller = marker("agent:sessioned")
     await site.gateway.call_tool("e__whoami", {}, _as(caller, "s-gates"))
+    await _show(console, "sessions")
     await console.click("#sessions-refresh")
     item = console.locator("#session-list li", has_text=caller)
     await expect(item.locator("h3")).to_have_text(f"{caller} · session s-gates")
@@ -256,7 +268,21 @@ async def test_grants_show_a_grant_made_on_an_approval(site: Site, console: Page
             body = {"decision": "approve", "grant": {"scope": "tool", "duration": "30m"}}
             response = await api.post(f"/api/approvals/{id}/decision", json=body)
             assert response.status_code == 200
+    await _show(console, "grants")
     await console.click("#grants-refresh")
     item = console.locator("#grant-list li", has_text="e__echo (tool)")
     await expect(item).to_contain_text("by user:olga · until ")
     await screenshot(console, "console-grants.png")
+
+
+async def test_upstreams_name_a_changed_definition_waiting_in_quarantine(
+    site: Site, console: Page
+) -> None:
+    """Last in the module: the rug pull leaves e__weather quarantined."""
+    async with site.gateway.events.subscribe(["tool.pin_changed"]) as changes:
+        await site.gateway.call_tool("e__rug_pull", {"part": "description"})
+        await anext(changes)
+    await console.click("#upstreams-refresh")
+    item = console.locator("#upstream-list li")
+    await expect(item).to_contain_text("quarantined: e__weather")
+    await screenshot(console, "console-upstreams-quarantine.png")
