@@ -262,8 +262,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
     """Build (but do not start) the gateway's parts from ``config``; script tools and hooks
     call tools through ``calls``, the top of the chain (`gateway.runtime.CallEntry`)."""
     telemetry = build_telemetry(config)
-    traced_calls = telemetry.sub_calls(calls) if telemetry is not None else calls
-    built = _served(config, traced_calls, extra)  # a traced script's sub-calls: a span each
+    built = _served(config, telemetry.sub_calls(calls) if telemetry else calls, extra)
     validators = SchemaValidators()
     approvals = _approvals(config, built, validators, telemetry)
     holding, sessions, events = Holding(), built.sessions, built.events
