@@ -11,17 +11,21 @@ from paths import REPO
 
 
 def test_the_tracing_bench_measures_both_gateways_and_counts_the_exported_spans() -> None:
-    command = [sys.executable, "bench/tracing.py", "--calls", "5", "--rounds", "1"]
+    command = [sys.executable, "bench/tracing.py", "--calls", "50", "--rounds", "1"]
     command += ["--eras", "legacy", "--transports", "http"]
     done = subprocess.run(
         command, check=False, cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     row = re.search(
-        r"^\| http \| legacy \| (\d+) \| (\d+) \| [+-][\d.]+% \| (\d+) \|", done.stdout, re.M
+        r"^\| http \| legacy \| (\d+) \| (\d+) \| [+-][\d.]+% \| (\d+), (\d+) \| (\d+) \|",
+        done.stdout,
+        re.M,
     )
     assert row is not None, done.stdout
-    off_us, on_us, spans = (int(group) for group in row.groups())
+    off_us, on_us, off_cpu, on_cpu, spans = (int(group) for group in row.groups())
     assert off_us > 0
     assert on_us > 0
-    assert spans >= 5  # at least a span per measured call reached the collector
+    assert off_cpu > 0
+    assert on_cpu > 0
+    assert spans >= 50  # at least a span per measured call reached the collector
