@@ -51,8 +51,16 @@ def decision_seconds(call: PendingCall) -> float | None:
         return None
     decided = call.decided_at
     if decided is None:  # a record from before ``decided_at``: its last vote, else its update
-        decided = call.votes[-1].at if call.votes else call.updated_at
-    return max(decided - call.created_at, 0.0)
+        decided = call.votes[-1].at if call.votes else _last_change_was_the_decision(call)
+    return None if decided is None else max(decided - call.created_at, 0.0)
+
+
+def _last_change_was_the_decision(call: PendingCall) -> float | None:
+    """``updated_at`` while the decision is the last change (the call did not run since)."""
+    settled = call.state in {"approved", "denied"} or (
+        call.state == "done" and call.decision == "respond"
+    )
+    return call.updated_at if settled and not call.delivered else None
 
 
 def summarise(calls: Iterable[PendingCall]) -> dict[str, Any]:

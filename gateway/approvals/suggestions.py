@@ -28,6 +28,7 @@ DEFAULT_MIN_APPROVALS: Final = 5
 _REFUSALS: Final = frozenset({"deny", "edit", "respond"})
 _IDENT: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCALARS: Final = (str, int, float, bool)
+_NOT_IN_RULE_IDS: Final = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 def _literal(value: Any) -> str:
@@ -70,7 +71,8 @@ class Suggestion:
     def id(self) -> str:
         """A rule id naming the pattern (stable for the same pattern)."""
         key = canonical_json([self.tool, self.rule_id, self.principal, self.args])
-        return f"suggested-{self.tool[:60]}-{hashlib.sha256(key).hexdigest()[:8]}"
+        name = _NOT_IN_RULE_IDS.sub("-", self.tool[:60])
+        return f"suggested-{name}-{hashlib.sha256(key).hexdigest()[:8]}"
 
     def matches(self, call: PendingCall) -> bool:
         """Whether ``call`` is of this pattern."""

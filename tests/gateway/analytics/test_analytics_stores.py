@@ -4,12 +4,14 @@ the calls waiting now."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from analytics_support import Clock
 from pending_support import new_call
 
 from gateway.approvals import PendingStore
-from gateway.approvals.analytics import approval_stats, read_window
+from gateway.approvals.analytics import approval_stats, decision_seconds, read_window
 
 pytestmark = pytest.mark.anyio
 
@@ -54,3 +56,17 @@ async def test_the_window_holds_the_calls_held_since_it_opened_with_their_decisi
     done = await store.get(ran.id)
     assert done is not None
     assert (done.state, done.decided_at) == ("done", base - 40)
+
+
+def test_an_old_record_without_decided_at_is_timed_while_its_decision_is_its_last_change() -> None:
+    held = new_call(now=1000.0)
+    denied = replace(held, state="denied", decision="deny", updated_at=1040.0)
+    delivered = replace(denied, delivered=True, updated_at=1090.0)
+    ran = replace(held, state="done", decision="approve", updated_at=1500.0, delivered=True)
+    lapsed = replace(held, state="expired", decision="expire", updated_at=1300.0)
+
+    assert decision_seconds(denied) == 40.0
+    assert decision_seconds(delivered) is None
+    assert decision_seconds(ran) is None
+    assert decision_seconds(lapsed) is None  # an expiry is no one's decision
+    assert decision_seconds(replace(ran, decided_at=1020.0)) == 20.0
