@@ -148,6 +148,13 @@ _TELEMETRY = (
     "runs the page's blocks in order"
 )
 NOT_RUN: dict[tuple[str, str], str] = {
+    ("docs/credentials.md", "export LOCKGATE_VAULT_KEY"): "its own config (a secret-mode "
+    "server); served in process by tests/gateway/credentials/test_docs_recipe.py",
+    ("docs/credentials.md", "printf '%s\\n' \"$TRACKER_API_KEY\""): "run by "
+    "tests/gateway/credentials/test_docs_recipe.py against the recipe's gateway",
+    ("docs/credentials.md", "LOCKGATE_TOKEN=$ALICE_TOKEN .venv/bin/lockgate connections list"): (
+        "run by tests/gateway/credentials/test_docs_recipe.py against the recipe's gateway"
+    ),
     ("README.md", "python3 -m venv .venv"): "creates a venv and installs the package; "
     "its last command, `lockgate serve`, is the server every block here runs against",
     ("docs/getting-started.md", "python3 -m venv .venv"): "the README's quickstart, as above",

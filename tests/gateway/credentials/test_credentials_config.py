@@ -1,0 +1,94 @@
+"""The config of per-caller credentials: every mistake is named by file, line and key, and
+the modes not built yet (oauth, token_exchange) are refused by name rather than ignored."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from credentials_support import KEY_VAR, credentials_config, secret_http, secret_stdio, vault_keys
+
+from gateway.wiring.checks import load_config
+from toolsets.errors import ConfigError
+
+WEB = secret_http("web", "http://127.0.0.1:9/mcp")
+
+
+def _issues(config: Path) -> list[tuple[int | None, str, str]]:
+    with pytest.raises(ConfigError) as raised:
+        load_config(config)
+    return [(i.line, i.key, i.message) for i in raised.value.issues]
+
+
+@pytest.mark.parametrize("mode", ["oauth", "token_exchange"])
+def test_a_mode_not_built_yet_is_refused_by_name(tmp_path: Path, mode: str) -> None:
+    server = {**WEB, "credentials": {"mode": mode}}
+    with vault_keys():
+        [(line, key, message)] = _issues(credentials_config(tmp_path, [server]))
+    assert key == "servers.0.credentials.mode"
+    assert line is not None
+    assert f"credentials mode {mode!r} is not yet supported" in message
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        pytest.param(None, f"environment variable {KEY_VAR} is not set", id="unset"),
+        pytest.param("not base64!", "is not base64", id="not-base64"),
+        pytest.param(base64.b64encode(b"short").decode(), "holds 5 bytes", id="too-short"),
+    ],
+)
+def test_a_missing_or_malformed_vault_key_names_the_key_and_never_its_value(
+    tmp_path: Path, value: str | None, problem: str
+) -> None:
+    with vault_keys():
+        config = credentials_config(tmp_path, [WEB])
+        os.environ.pop(KEY_VAR)
+        if value is not None:
+            os.environ[KEY_VAR] = value
+        [(line, key, message)] = _issues(config)
+    assert (key, line) == ("vault.key", _line_of(config, "key:"))
+    assert problem in message
+    assert value is None or value not in message
+
+
+@pytest.mark.parametrize(
+    ("server", "key", "problem"),
+    [
+        pytest.param(
+            {**WEB, "credentials": {"mode": "secret"}},
+            "servers.0.credentials.header",
+            "needs 'header'",
+            id="http-without-header",
+        ),
+        pytest.param(
+            {**secret_stdio("local"), "credentials": {"mode": "secret"}},
+            "servers.0.credentials.env",
+            "needs 'env'",
+            id="stdio-without-env",
+        ),
+    ],
+)
+def test_a_secret_mode_without_its_header_or_variable_is_named(
+    tmp_path: Path, server: dict[str, Any], key: str, problem: str
+) -> None:
+    with vault_keys():
+        issues = _issues(credentials_config(tmp_path, [server]))
+    assert [(k, problem in m) for _, k, m in issues] == [(key, True)]
+
+
+def test_a_secret_mode_without_a_vault_is_named(tmp_path: Path) -> None:
+    config = credentials_config(tmp_path, [WEB])
+    text = config.read_text().replace(f"vault:\n  key: env:{KEY_VAR}\n", "")
+    config.write_text(text)
+    [(_, key, message)] = _issues(config)
+    assert key == "vault"
+    assert "needs vault.key" in message
+
+
+def _line_of(config: Path, text: str) -> int:
+    lines = config.read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if line.strip().startswith(text))
