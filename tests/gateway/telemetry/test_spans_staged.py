@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from approvals_e2e_support import agent_client, api_client, decide, pending_meta
@@ -45,9 +46,8 @@ async def test_each_vote_of_a_two_stage_approval_is_an_event_on_the_hold_span(
         gateway = Gateway.from_config(config)
         async with serve_asgi(build_app(gateway)) as base:
             async with agent_client(f"{base}/mcp", mode, token=AGENT_TOKEN) as agent:
-                held = await agent.call_tool(
-                    "echo__echo", {"text": value}, meta={"lockgate/hold": 0}
-                )
+                hold_at_once: Any = {"lockgate/hold": 0}
+                held = await agent.call_tool("echo__echo", {"text": value}, meta=hold_at_once)
             approval_id = pending_meta(held)["id"]
             for token in (ALICE_TOKEN, CTO_TOKEN):
                 async with api_client(base, token) as api:
