@@ -32,6 +32,7 @@ from toolsets.refusal import (
 )
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.tasks import HeldTask
 
 __all__ = ["HeldCalls", "HeldObserver", "Holding", "pending_result"]
 
@@ -126,6 +127,10 @@ class HeldCalls:
             return await self.refuse(tool, args, ctx, refusal)
         if self.observe is not None:
             self.observe(call)
+        if call.state == "pending" and _as_task(ctx, call):  # answered now; the task follows
+            assert ctx.task is not None
+            ctx.task.held = HeldTask(approval_id=call.id, kind=call.kind, approvers=call.approvers)
+            return pending_result(call)
         with self.holding.holding(call.id):
             return await self._hold(call, tool, ctx, ctx.hold_for(decision.approval.hold))
 
@@ -226,6 +231,15 @@ class HeldCalls:
         else:
             return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
         return refusal_result(refusal, tool=tool, meta=meta)
+
+
+def _as_task(ctx: CallContext, call: PendingCall) -> bool:
+    """Whether this held call is answered at once as a task (`approval.as_task`): the client
+    asked for one, the rule does not say ``never``, and (``auto``) the caller does not decide."""
+    mode = ctx.decision.approval.as_task if ctx.decision is not None else "never"
+    if ctx.task is None or mode == "never":
+        return False
+    return mode == "always" or "caller" not in call.approvers
 
 
 def approval_refusal(

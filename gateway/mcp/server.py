@@ -241,10 +241,16 @@ class Downstream:
             request_id=ctx.request_id,
             trace=trace_context.incoming(params.meta, getattr(ctx.request, "headers", None)),
         )
+        principal = _principal(ctx, self.principal)
+        session_id = _session_id(ctx, self.connection_id)
+        if task is not None:  # a held call answered as a task is run later by this re-issue
+            task.reissue = functools.partial(
+                self.handle, request, principal=principal, session_id=session_id, client=client
+            )
         outcome = await self.handle(
             request,
-            principal=_principal(ctx, self.principal),
-            session_id=_session_id(ctx, self.connection_id),
+            principal=principal,
+            session_id=session_id,
             client=client,
             progress=_progress(ctx),
             elicit=elicit_callback(ctx) if client.era == "legacy" and client.elicitation else None,

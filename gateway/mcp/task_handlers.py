@@ -23,6 +23,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from gateway.tasks.errors import TaskNotFound
+from gateway.tasks.held import HeldTasks
 from gateway.tasks.record import TaskRecord
 from gateway.tasks.service import TaskService
 from gateway.tasks.wire import (
@@ -74,6 +75,7 @@ class TaskHandlers:
         self.downstream = downstream
         self.service = service
         self._stamp = stamp
+        self.held = HeldTasks(service, downstream.gateway.parts.approvals)
         service.on_status(self.notify)
 
     def register(self, server: Server[Any]) -> None:
@@ -106,7 +108,11 @@ class TaskHandlers:
             error = exc.error.model_dump(mode="json", exclude_none=True)
         context = self.downstream.context(ctx)
         principal, session_id = context.principal, context.session_id
-        if ask.created is not None:
+        if ask.held is not None:  # a held call answered as a task (gateway.tasks.held)
+            record = await self.held.start(
+                ask, tool=call.name, principal=principal, session_id=session_id
+            )
+        elif ask.created is not None:
             record = await self.service.created(
                 ask, tool=call.name, principal=principal, session_id=session_id
             )

@@ -49,6 +49,8 @@ class TaskRecord:
         error: The JSON-RPC error (wire form) once failed.
         pin: The tool definition's pin when the task was created.
         cancel_requested: A client asked to cancel it (any replica may have recorded it).
+        approval_id: The pending call a held call answered as a task waits on
+            (`gateway.tasks.held`); None otherwise.
     """
 
     id: str
@@ -69,6 +71,7 @@ class TaskRecord:
     error: Mapping[str, Any] | None = None
     pin: str | None = None
     cancel_requested: bool = False
+    approval_id: str | None = None
 
     @property
     def terminal(self) -> bool:

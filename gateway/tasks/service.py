@@ -23,10 +23,14 @@ from toolsets.context import Principal
 from toolsets.upstream.server import MCPServerToolset
 from toolsets.upstream.tasks import TaskAsk
 
-__all__ = ["StatusListener", "TaskService"]
+__all__ = ["Settler", "StatusListener", "TaskService", "Withdraw"]
 
 log = logging.getLogger("lockgate.tasks")
 StatusListener = Callable[[TaskRecord], Awaitable[None]]
+Settler = Callable[[TaskRecord], Awaitable[None]]
+"""Ends a gateway-owned task (`TaskService.owned`)."""
+Withdraw = Callable[[TaskRecord], Awaitable[bool]]
+"""Withdraws a cancelled task's held call; False when it was decided already."""
 ELSEWHERE_POLL: Final = 0.25
 """Seconds between store reads while waiting for a task another replica follows."""
 
@@ -51,6 +55,7 @@ class TaskService:
         self._wakes: dict[str, anyio.Event] = {}
         self._ended: dict[str, anyio.Event] = {}
         self._tg: TaskGroup | None = None
+        self._withdraw: Withdraw | None = None
 
     @property
     def offered(self) -> bool:
@@ -158,6 +163,8 @@ class TaskService:
         if record.terminal:
             return record
         if record.upstream is None:  # nothing runs it: cancelled at once
+            if record.approval_id is not None and not await self._withdrawn(record):
+                return await self.find(task_id, principal)  # decided meanwhile: it runs on
             record = record.moved("cancelled", "Task cancelled")
             await self.store.put(record)
             await self._changed(record)
@@ -182,6 +189,40 @@ class TaskService:
             ended = self._ended.get(task_id)
             with anyio.move_on_after(ELSEWHERE_POLL):  # followed elsewhere: read the store
                 await (ended.wait() if ended is not None else anyio.sleep_forever())
+
+    async def owned(self, record: TaskRecord, settle: Settler) -> TaskRecord:
+        """Record ``record``, a task the gateway owns that ``settle`` ends (a held call answered
+        as a task, `gateway.tasks.held`), and run ``settle`` here until it returns."""
+        await self.store.put(record)  # durable before the client hears of it
+        await self._recorder.record(task_created(record))
+        if self._tg is None:
+            log.warning("task %s cannot be settled: the gateway is not running", record.id)
+            return record
+        self._ended[record.id] = anyio.Event()
+        self._tg.start_soon(self._settle, record, settle, name=f"held task {record.id[:12]}")
+        return record
+
+    async def update(self, record: TaskRecord) -> None:
+        """Write a change of a task this replica settles, and tell its listeners."""
+        await self.store.put(record)
+        await self._changed(record)
+
+    def on_withdraw(self, withdraw: Withdraw) -> None:
+        """Use ``withdraw`` when a held call's task is cancelled (its pending call)."""
+        self._withdraw = withdraw
+
+    async def _withdrawn(self, record: TaskRecord) -> bool:
+        return self._withdraw is None or await self._withdraw(record)
+
+    async def _settle(self, record: TaskRecord, settle: Settler) -> None:
+        try:
+            await settle(record)
+        except Exception:  # a store outage: the task is left as last written
+            log.exception("task %s: settling it failed", record.id)
+        finally:
+            ended = self._ended.pop(record.id, None)
+            if ended is not None:
+                ended.set()
 
     def _follow(self, record: TaskRecord) -> None:
         upstream = self._upstreams.get(record.upstream or "")

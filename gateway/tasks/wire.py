@@ -66,9 +66,9 @@ def detailed_task(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
     """What ``tasks/get`` answers (2026-07-28: with the result or error inlined)."""
     fields = task_fields(record, modern=modern)
     if modern:
-        if record.status == "completed" and record.result is not None:
-            fields["result"] = dict(record.result)
-        elif record.status == "failed":
+        if _delivered(record):
+            fields["result"] = dict(record.result or {})
+        if record.status == "failed":
             fields["error"] = dict(record.error or _error(record))
         fields["resultType"] = "complete"
     return fields
@@ -86,12 +86,22 @@ def payload(record: TaskRecord) -> dict[str, Any]:
         MCPError: the task failed (its error) or was cancelled.
     """
     related = {"io.modelcontextprotocol/related-task": {"taskId": record.id}}
-    if record.status == "completed" and record.result is not None:
-        result = dict(record.result)
+    if _delivered(record):
+        result = dict(record.result or {})
         result["_meta"] = {**(result.get("_meta") or {}), **related}
         return result
     error = _error(record) if record.error is None else dict(record.error)
     raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
+
+
+def _delivered(record: TaskRecord) -> bool:
+    """Whether the task's result is the client's: a completed task's, or a failed held call's
+    (its refusal or tool error; a quarantined result is never delivered)."""
+    if record.result is None:
+        return False
+    return record.status == "completed" or (
+        record.status == "failed" and record.approval_id is not None
+    )
 
 
 def _error(record: TaskRecord) -> dict[str, Any]:

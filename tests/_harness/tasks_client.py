@@ -103,7 +103,8 @@ async def open_tasks_client(
     token: str | None = None,
     on_status: StatusHandler | None = None,
 ) -> AsyncIterator[Client]:
-    """An `mcp.Client` on ``face`` that can call tools as tasks (HTTP: ``token`` as bearer)."""
+    """An `mcp.Client` on ``face`` that can call tools as tasks (``token``: as bearer over
+    HTTP, as ``$LOCKGATE_TOKEN`` of the stdio gateway)."""
     async with contextlib.AsyncExitStack() as stack:
         if face.transport == "http":
             assert url is not None
@@ -115,7 +116,8 @@ async def open_tasks_client(
             target: Any = streamable_http_client(url, http_client=http)
         else:
             argv = [*CLI[1:], "stdio", "--config", str(config)]
-            target = StdioServerParameters(command=sys.executable, args=argv)
+            env = {"LOCKGATE_TOKEN": token} if token else None
+            target = StdioServerParameters(command=sys.executable, args=argv, env=env)
         client = Client(
             target,
             mode=face.mode,

@@ -12,7 +12,7 @@ session, whose result checks do not cover them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -31,6 +31,7 @@ from toolsets.upstream.connection import UpstreamConnection
 
 __all__ = [
     "TASKS_EXTENSION",
+    "HeldTask",
     "TaskAsk",
     "UpstreamTask",
     "UpstreamTasks",
@@ -95,15 +96,33 @@ def parse_task(raw: Mapping[str, Any]) -> UpstreamTask:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeldTask:
+    """A call the approval gate opened a pending call for and answered at once, to be answered
+    as a task (`approval.as_task`).
+
+    Attributes:
+        approval_id: The pending call's id.
+        kind: ``approval`` (an approver decides) or ``external`` (a worker answers).
+        approvers: Who may decide (empty: any approver).
+    """
+
+    approval_id: str
+    kind: str
+    approvers: tuple[str, ...] = ()
+
+
 class TaskAsk:
     """A caller's wish for a task, handed down the call chain (`CallContext.task`).
 
     The upstream call that honours it sets `created` (the server's task), `server`, and `pin`
     (of the tool's definition as the server listed it then); nothing is set when no upstream
-    created a task (a denied or held call, a tool without task support).
+    created a task (a denied call, a tool without task support). The approval gate sets `held`
+    when it answers a held call as a task; the face sets `reissue` (the same call again, without
+    a task: how the approved call is claimed and run).
     """
 
-    __slots__ = ("created", "pin", "server", "ttl_ms", "upstream_tool")
+    __slots__ = ("created", "held", "pin", "reissue", "server", "ttl_ms", "upstream_tool")
 
     def __init__(self, ttl_ms: int | None = None) -> None:
         self.ttl_ms = ttl_ms
@@ -111,6 +130,8 @@ class TaskAsk:
         self.server: str | None = None
         self.upstream_tool: str | None = None
         self.pin: str | None = None
+        self.held: HeldTask | None = None
+        self.reissue: Callable[[], Awaitable[Any]] | None = None
 
 
 class UpstreamTasks:

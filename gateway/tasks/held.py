@@ -1,0 +1,176 @@
+"""`HeldTasks`: a held call answered as a task (`approval.as_task`).
+
+A client that asked for a task (``params.task`` in 2025-11-25, the Tasks extension declared in
+2026-07-28) and calls a tool the policy asks about (``ask``) or defers (``defer``) is answered
+at once: the approval gate opens the pending call and returns (`HeldTask` on the call's
+`TaskAsk`), and the face answers with a gateway-owned task, ``input_required`` for an approval,
+``working`` for a deferred call, whose status message names the approval and who may decide.
+
+The replica that answered settles the task: it waits on the pending store (a decision made on
+any replica, through any channel, reaches it) and then
+
+- approved: re-issues the same call without a task; the approval gate claims the approved
+  call (exactly once across replicas: the store's compare-and-set) and runs it; its result is
+  the task's (``completed``, or ``failed`` when the tool answered an error);
+- denied, expired: ``failed``, the result being the refusal the caller would have read;
+- a worker's answer (``defer``): its result, as for a tool;
+- cancelled (``tasks/cancel`` withdraws the pending call, `HeldTasks.withdraw`): ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from typing import Any, Final
+
+import mcp_types as types
+
+from gateway.approvals.errors import PendingConflict, PendingNotFound
+from gateway.approvals.holding import approval_refusal
+from gateway.approvals.pending import PendingCall, State
+from gateway.approvals.service import ApprovalService
+from gateway.approvals.wire import result_from_wire
+from gateway.tasks.record import TaskRecord, new_task_id
+from gateway.tasks.service import TaskService
+from toolsets.context import Principal
+from toolsets.refusal import refusal_result
+from toolsets.result import ToolResult
+from toolsets.upstream.convert import tool_result_to_mcp
+from toolsets.upstream.tasks import HeldTask, TaskAsk
+
+__all__ = ["HeldTasks", "held_message"]
+
+_UNDECIDED: Final[frozenset[State]] = frozenset({"pending", "executing"})
+_WAIT: Final = 3600.0
+"""Seconds per wait on the pending store (the wait ends at the call's expiry anyway)."""
+
+
+def held_message(held: HeldTask) -> str:
+    """The task's status message: the approval and who may decide it."""
+    if held.kind == "external":
+        return (
+            f"Deferred to an external worker (call {held.approval_id}); "
+            "the worker's answer is this task's result."
+        )
+    who = ", ".join(held.approvers) if held.approvers else "any approver"
+    return (
+        f"Waiting for approval {held.approval_id}; who may decide: {who} "
+        f"(the approvals page, `lockgate approvals approve {held.approval_id}`, or the REST API)."
+    )
+
+
+class HeldTasks:
+    """Held calls answered as tasks, settled from their pending calls.
+
+    Args:
+        tasks: The gateway's tasks (records, events, the task group that runs the settling).
+        approvals: The pending calls.
+    """
+
+    def __init__(self, tasks: TaskService, approvals: ApprovalService) -> None:
+        self._tasks = tasks
+        self._approvals = approvals
+        tasks.on_withdraw(self.withdraw)
+
+    async def start(
+        self, ask: TaskAsk, *, tool: str, principal: Principal, session_id: str | None
+    ) -> TaskRecord:
+        """The task answering the held call ``ask.held``, settled from now on here."""
+        held = ask.held
+        assert held is not None
+        now = time.time()
+        record = TaskRecord(
+            id=new_task_id(),
+            upstream=None,
+            upstream_task_id=None,
+            principal=principal.id,
+            tenant=principal.tenant,
+            session_id=session_id,
+            tool=tool,
+            status="working" if held.kind == "external" else "input_required",
+            status_message=held_message(held),
+            created_at=now,
+            updated_at=now,
+            ttl_ms=ask.ttl_ms,
+            approval_id=held.approval_id,
+        )
+        settle = functools.partial(self._settle, reissue=ask.reissue)
+        return await self._tasks.owned(record, settle)
+
+    async def withdraw(self, record: TaskRecord) -> bool:
+        """Cancel the pending call of ``record`` (its task was cancelled); False when it was
+        decided already (the task then runs on to its outcome)."""
+        assert record.approval_id is not None
+        try:
+            await self._approvals.outcomes.cancel(
+                record.approval_id, by=record.principal, channel="task"
+            )
+        except PendingNotFound:
+            return True
+        except PendingConflict:
+            call = await self._approvals.get(record.approval_id)
+            return call.state == "cancelled"
+        return True
+
+    async def _settle(self, record: TaskRecord, *, reissue: Any) -> None:
+        assert record.approval_id is not None
+        call = await self._decided(record.approval_id)
+        current = await self._tasks.store.get(record.id) or record
+        if current.terminal:  # cancelled through the task meanwhile
+            return
+        if call.state == "approved" and reissue is not None:
+            by = call.decided_by or "an approver"
+            current = current.moved("working", f"Approval {call.id} approved by {by}; running.")
+            await self._tasks.update(current)
+            await self._tasks.update(_ended(current, await reissue()))
+        elif call.state == "cancelled":
+            message = f"Call {call.id} was cancelled; not executed."
+            await self._tasks.update(current.moved("cancelled", message))
+        else:
+            await self._tasks.update(_ended(current, await self._outcome(call)))
+
+    async def _decided(self, id: str) -> PendingCall:
+        store = self._approvals.store
+        call = await store.wait(id, _WAIT, while_in=_UNDECIDED)
+        while call.state in _UNDECIDED:
+            call = await store.wait(id, _WAIT, while_in=_UNDECIDED)
+        return call
+
+    async def _outcome(self, call: PendingCall) -> ToolResult:
+        """What the caller would have read for ``call``, which ended without running here."""
+        meta = {"lockgate/pending": {"id": call.id, "state": call.state}}
+        if call.state in {"denied", "done", "failed"} and not call.delivered:
+            with contextlib.suppress(PendingConflict):
+                await self._approvals.store.deliver(call.id)
+        if call.state == "denied":
+            text = call.message or "The call was denied."
+            refusal = approval_refusal(call, "approval_denied", text, "none")
+        elif call.state in {"done", "failed"} and call.result is not None:
+            return result_from_wire(call.result).with_meta(meta)
+        elif call.state == "expired":
+            text = f"Approval {call.id} expired without a decision; not executed."
+            refusal = approval_refusal(call, "approval_expired", text, "reissue")
+        else:
+            return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
+        return refusal_result(refusal, meta=meta)
+
+
+def _ended(record: TaskRecord, outcome: Any) -> TaskRecord:
+    """``record`` ended with ``outcome`` (a tool result, a JSON-RPC error, or an input request
+    a task cannot carry)."""
+    if isinstance(outcome, types.ErrorData):
+        error = outcome.model_dump(mode="json", exclude_none=True)
+        return record.moved("failed", outcome.message, error=error)
+    if not isinstance(outcome, ToolResult):
+        message = "The approved call asked the client for input, which a task cannot carry."
+        return record.moved("failed", message)
+    wire = tool_result_to_mcp(outcome).model_dump(mode="json", by_alias=True, exclude_none=True)
+    if outcome.is_error:
+        return record.moved("failed", _text(outcome), result=wire)
+    return record.moved("completed", None, result=wire)
+
+
+def _text(result: ToolResult) -> str:
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    return " ".join(texts) or "The tool answered an error."
