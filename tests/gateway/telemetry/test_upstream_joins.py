@@ -68,12 +68,14 @@ async def test_the_upstreams_span_is_a_child_of_lockgates_upstream_call_span(
     async with OTLPReceiver() as receiver:
         theirs = await call_traced(face, upstream, tmp_path, receiver, {})
         ours = await receiver.wait_for_span(lambda s: s["span_id"] == theirs["parent_span_id"])
-        root = await receiver.wait_for_span(lambda s: s["kind"] == "SERVER" and is_ours(s))
+        root = await receiver.wait_for_span(
+            lambda s: s["name"] == "tools/call traced__echo" and is_ours(s)
+        )
     assert ours["trace_id"] == theirs["trace_id"] == root["trace_id"]
     assert ours["kind"] == "CLIENT"
     assert ours["name"] == "tools/call echo"
     assert ours["resource"]["service.name"] == "lockgate"
-    assert root["name"] == "tools/call traced__echo"
+    assert root["kind"] == "SERVER"
     assert theirs["attributes"]["test.carrier"] == "meta"
 
 
