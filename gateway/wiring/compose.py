@@ -247,7 +247,8 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     vault = build_vault(config, shared, events.recorder.record)
     children = _children(config, signals, upstreams, host, vault)
     combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
-    pins = _pins(config, events.recorder, list(upstreams), shared)
+    pooled = [s.name for s in config.enabled_servers() if s.credentials.per_principal]
+    pins = _pins(config, events.recorder, [*upstreams, *pooled], shared)  # pooled ones too
     served = PinnedToolset(combined, pins)
     readiness = Readiness(upstreams, startup_wait=config.startup_wait, served=served, policy=policy)
     catalogue = CatalogueWatch(served, events.bus, readiness)

@@ -57,6 +57,7 @@ class _Entry:
     last_used: float
     active: int = 0
     stop: anyio.Event = field(default_factory=anyio.Event)
+    closed: anyio.Event = field(default_factory=anyio.Event)
 
 
 def _fingerprint(secret: str) -> bytes:
@@ -174,6 +175,12 @@ class PerPrincipalToolset(Toolset):
         await self._adopt(entry.toolset.tools)
         return True
 
+    async def wait_closed(self, principal: str) -> None:
+        """Return once ``principal``'s current connection has closed (at once if none)."""
+        entry = self.entries.get(principal)
+        if entry is not None:
+            await entry.closed.wait()
+
     def drop(self, principal: str) -> None:
         """Close ``principal``'s connection (its secret was revoked or replaced)."""
         entry = self.entries.pop(principal, None)
@@ -186,15 +193,21 @@ class PerPrincipalToolset(Toolset):
             async with entry.toolset:
                 if await entry.toolset.wait_ready(self.connect_timeout):
                     await self._adopt(entry.toolset.tools)
+                entry.last_used = max(entry.last_used, anyio.current_time())  # idle from now
                 while not entry.stop.is_set():
                     idle_until = entry.last_used + self.idle_timeout
                     if entry.active == 0 and anyio.current_time() >= idle_until:
+                        self._forget(principal, entry)  # at once: no call picks it up now
                         break
                     with anyio.move_on_after(max(idle_until - anyio.current_time(), 0.05)):
                         await entry.stop.wait()
         finally:
-            if self.entries.get(principal) is entry:
-                del self.entries[principal]
+            self._forget(principal, entry)
+            entry.closed.set()
+
+    def _forget(self, principal: str, entry: _Entry) -> None:
+        if self.entries.get(principal) is entry:
+            del self.entries[principal]
 
     async def _adopt(self, tools: dict[str, ToolDef]) -> None:
         if tools == self._tools:
