@@ -7,6 +7,7 @@ process) and `gateway.adapters._remote.RemoteGateway` (MCP + REST over HTTP). Th
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any, Literal, Protocol, Self
 
 from mcp_types import TextContent
 
+from gateway.adapters._tasks import InProcessTasks
 from gateway.approvals.context_pack import context_pack
 from gateway.approvals.errors import DecisionRefused, NotAnApprover, PendingNotFound
 from gateway.approvals.human_interrupt import interrupt_config, interrupt_request, noted
@@ -99,6 +101,7 @@ class HeldCall:
         state: The record's state when the call was answered.
         rule_id: The policy rule that held the call, when the host may read it.
         reason: Why the call is held, when the host may read it.
+        task_id: The task that follows the call (an adapter that asks for tasks), if any.
     """
 
     id: str
@@ -106,6 +109,7 @@ class HeldCall:
     state: str = "pending"
     rule_id: str | None = None
     reason: str | None = None
+    task_id: str | None = None
 
 
 class GatewayClient(Protocol):
@@ -163,6 +167,11 @@ class GatewayClient(Protocol):
         """
         ...
 
+    async def task_result(self, task_id: str, *, timeout: float) -> ToolResult | None:
+        """The outcome of the task that follows a held call, once it ends (None: not within
+        ``timeout`` seconds, or a backend that asks for no tasks)."""
+        ...
+
 
 def held_of(result: ToolResult) -> HeldCall | None:
     """The held call a "pending" result names, or None for any other result."""
@@ -171,7 +180,13 @@ def held_of(result: ToolResult) -> HeldCall | None:
         return None
     if pending.get("state") not in {"pending", "executing"}:
         return None
-    return HeldCall(id=str(pending["id"]), kind=pending["kind"], state=str(pending["state"]))
+    task = pending.get("task_id")
+    return HeldCall(
+        id=str(pending["id"]),
+        kind=pending["kind"],
+        state=str(pending["state"]),
+        task_id=task if isinstance(task, str) else None,
+    )
 
 
 def denial_of(result: ToolResult) -> Mapping[str, Any] | None:
@@ -219,6 +234,8 @@ class InProcessGateway:
         approver: Who decides held calls for the host, if anyone.
         session_id: The session the calls belong to (policy session state); one per client.
         channel: Recorded as the decision's channel.
+        as_task: Ask for a task: a held call is answered at once and followed by a task
+            (`gateway.adapters._tasks`).
     """
 
     gateway: Gateway
@@ -226,6 +243,8 @@ class InProcessGateway:
     approver: Principal | None = None
     session_id: str = field(default_factory=lambda: f"inprocess-{uuid.uuid4().hex[:12]}")
     channel: str = "host"
+    as_task: bool = False
+    _tasks: InProcessTasks | None = field(default=None, init=False, repr=False)
 
     async def __aenter__(self) -> Self:
         return self
@@ -249,7 +268,12 @@ class InProcessGateway:
     ) -> ToolResult:
         ctx = self._ctx(max_hold)
         with tool_call_span(self.gateway.parts.telemetry, name, ctx) as span:  # when traced
-            result = await self._call(name, args, ctx)
+            if self.as_task:
+                self._tasks = self._tasks or InProcessTasks(self.gateway)
+                call = functools.partial(self._call, name, args)
+                result = await self._tasks.call(call, ctx, name)
+            else:
+                result = await self._call(name, args, ctx)
             if span is not None:
                 span.end_with(result)
             return result
@@ -261,12 +285,21 @@ class InProcessGateway:
             outcome = mcp_error(exc)
             return outcome if isinstance(outcome, ToolResult) else ToolResult.error(str(exc))
 
+    async def task_result(self, task_id: str, *, timeout: float) -> ToolResult | None:
+        self._tasks = self._tasks or InProcessTasks(self.gateway)
+        return await self._tasks.outcome(task_id, self.principal, timeout=timeout)
+
     async def describe(self, held: HeldCall) -> HeldCall:
         call = await self.gateway.store.get(held.id)
         if call is None:
             return held
         return HeldCall(
-            id=held.id, kind=held.kind, state=call.state, rule_id=call.rule_id, reason=call.reason
+            id=held.id,
+            kind=held.kind,
+            state=call.state,
+            rule_id=call.rule_id,
+            reason=call.reason,
+            task_id=held.task_id,
         )
 
     async def interrupt_request(

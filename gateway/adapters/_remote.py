@@ -251,6 +251,10 @@ class RemoteGateway:
             raise CannotDecide("no worker or approver token (approver_token=): workers post it")
         await self._post(f"calls/{id}/result", body)
 
+    async def task_result(self, task_id: str, *, timeout: float) -> ToolResult | None:
+        """None: the remote backend asks for no tasks (its held calls name none)."""
+        return None
+
     @staticmethod
     def _auth(token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}", "X-Lockgate-Channel": "host"}

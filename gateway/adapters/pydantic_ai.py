@@ -79,6 +79,8 @@ __all__ = ["GatewayToolset", "HostDecision"]
 ANY_ARGS = SchemaValidator(core_schema.any_schema())
 """The gateway validates arguments against the pinned schema; pydantic-ai passes them through."""
 WAITING = "the gateway's approvers"
+TASK_WAIT = 50.0
+"""Seconds a resumed call waits for its task to end (as long as a rule's default hold)."""
 _TOLD_APART = frozenset({REFUSAL_META, ERROR_META})
 
 
@@ -105,6 +107,7 @@ class GatewayToolset(AbstractToolset[Any]):
         principal: Principal = ANONYMOUS,
         approver: Principal | None = None,
         id: str | None = "lockgate",
+        as_task: bool = False,
     ) -> GatewayToolset:
         """Tools of a running in-process ``gateway``, called as ``principal``.
 
@@ -113,9 +116,15 @@ class GatewayToolset(AbstractToolset[Any]):
             principal: Who calls the tools.
             approver: Who decides held calls for the host, if the host may decide.
             id: The toolset id.
+            as_task: Ask for tasks: a held call is deferred at once (no hold), its metadata
+                names the task (``task_id``), and the resumed call reads the task's outcome.
         """
         client = InProcessGateway(
-            gateway=gateway, principal=principal, approver=approver, channel="pydantic-ai"
+            gateway=gateway,
+            principal=principal,
+            approver=approver,
+            channel="pydantic-ai",
+            as_task=as_task,
         )
         return cls(client, id=id)
 
@@ -164,6 +173,9 @@ class GatewayToolset(AbstractToolset[Any]):
         try:
             if held is None:
                 result = await self.client.call_tool(name, tool_args)
+            elif held.get("task_id"):  # the task runs the approved call: read its outcome
+                note = await self._decide_on_resume(held, tool_args)
+                result = await self._task_outcome(held, ctx, note)
             else:
                 note = await self._decide_on_resume(held, tool_args)
                 result = await self.client.call_tool(name, held["args"])
@@ -179,6 +191,16 @@ class GatewayToolset(AbstractToolset[Any]):
         if isinstance(given, dict) and "approval_id" in given and "args" in given:
             return given
         return remembered
+
+    async def _task_outcome(
+        self, held: dict[str, Any], ctx: RunContext[Any], note: str | None
+    ) -> ToolResult:
+        result = await self.client.task_result(held["task_id"], timeout=TASK_WAIT)
+        if result is not None:
+            return result
+        metadata = held | {"waiting_for": WAITING, "note": note or "the task has not ended yet"}
+        self._held[ctx.tool_call_id or ""] = metadata
+        raise ApprovalRequired(metadata=metadata)
 
     async def _decide_on_resume(self, held: dict[str, Any], args: dict[str, Any]) -> str | None:
         if held.get("decided"):
@@ -262,8 +284,8 @@ class GatewayToolset(AbstractToolset[Any]):
         if decision.kind == "deny":
             # Collect the denial so the gateway marks it delivered; otherwise the next identical
             # call would be answered with this old denial instead of a new approval request.
-            result = await self.client.call_tool(held["tool"], held["args"])
-            if held_of(result) is None and result.is_error:
+            result = await self._collect(held)
+            if result is not None and held_of(result) is None and result.is_error:
                 out.approvals[call_id] = ToolDenied(result_text(result))
 
     async def _post_result(
@@ -278,10 +300,17 @@ class GatewayToolset(AbstractToolset[Any]):
         except CannotDecide as exc:
             out.metadata[part.tool_call_id] = held | {"waiting_for": WAITING, "note": str(exc)}
             return
-        result = await self.client.call_tool(part.tool_name, held["args"])
-        if held_of(result) is None:  # delivered: the model reads what the gateway recorded
+        result = await self._collect(held)
+        if result is not None and held_of(result) is None:  # delivered: as the gateway recorded
             text = result_text(result)
             out.calls[part.tool_call_id] = ToolFailed(text) if result.is_error else text
+
+
+    async def _collect(self, held: dict[str, Any]) -> ToolResult | None:
+        """The outcome of a decided held call: its task's, or the call re-issued."""
+        if held.get("task_id"):
+            return await self.client.task_result(held["task_id"], timeout=TASK_WAIT)
+        return await self.client.call_tool(held["tool"], held["args"])
 
 
 def _failed(name: str, result: ToolResult, ctx: RunContext[Any]) -> Exception:
@@ -318,7 +347,7 @@ def _definition(tool: ToolDef) -> ToolDefinition:
 
 
 def _metadata(held: HeldCall, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {
+    metadata = {
         "approval_id": held.id,
         "kind": held.kind,
         "rule_id": held.rule_id,
@@ -326,6 +355,7 @@ def _metadata(held: HeldCall, name: str, args: dict[str, Any]) -> dict[str, Any]
         "tool": name,
         "args": args,
     }
+    return metadata if held.task_id is None else metadata | {"task_id": held.task_id}
 
 
 def _host_decision(answer: Any, original: dict[str, Any]) -> HostDecision:
