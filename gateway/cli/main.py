@@ -32,6 +32,7 @@ from gateway.cli.config_file import config_option, config_path
 from gateway.cli.errors import exit_code_for
 from gateway.events.model import Event
 from gateway.gateway import Gateway
+from gateway.logs import use_format
 from gateway.wiring.checks import load_config
 from toolsets._sdk_compat import check_sdk
 from toolsets.errors import LockgateError
@@ -48,6 +49,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     flags = {"host": args.host, "port": args.port}
     config = load_config(args.config, listen={k: v for k, v in flags.items() if v is not None})
+    use_format(args.log_format or config.logging.format)
     serve(Gateway(config), host=config.listen.host, port=config.listen.port)
     return 0
 
@@ -57,9 +59,11 @@ async def _run_stdio(args: argparse.Namespace) -> int:
 
     # SIGTERM or SIGINT at any moment (start-up included) stops the gateway cleanly, taking its
     # upstream processes down with it.
+    config = load_config(args.config)  # outside the task group: an error is one line
+    use_format(args.log_format or config.logging.format)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_signal, tg.cancel_scope)
-        async with Gateway.from_config(args.config) as gateway:
+        async with Gateway(config) as gateway:
             await serve_stdio(gateway)
         tg.cancel_scope.cancel()
     return 0
@@ -159,10 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     config_option(serve)
     serve.add_argument("--host", help="override listen.host")
     serve.add_argument("--port", type=int, help="override listen.port")
+    log_format_option(serve)
     serve.set_defaults(func=_cmd_serve)
 
     stdio = commands.add_parser("stdio", help="serve MCP over stdin/stdout")
     config_option(stdio)
+    log_format_option(stdio)
     stdio.set_defaults(func=_async(_run_stdio))
 
     tools = commands.add_parser("tools", help="print the aggregated tool catalogue")
@@ -190,6 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     policy_cli.register(commands, extra=[cli_replay.register])
     _help_when_incomplete(parser)
     return parser
+
+
+def log_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="stderr log lines: text, or one JSON object per line (default: logging.format)",
+    )
 
 
 def _version() -> str:
