@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 Api = Literal["chat", "responses"]
+TASK_WAIT = 50.0
+"""Seconds `complete_pending` waits for a held call's task to end (a rule's default hold)."""
 ToolDefs = Iterable[ToolDef] | Mapping[str, ToolDef]
 
 
@@ -71,6 +73,8 @@ class PendingApproval:
         reason: Why the call is held, when the host may read it.
         api: Which API the answer is for: ``chat`` or ``responses``.
         note: Why the host's decision was not applied, when it was not.
+        task_id: The task that follows the held call (``InProcessGateway(as_task=True)``):
+            `complete_pending` reads its outcome instead of re-issuing the call.
     """
 
     tool_call_id: str
@@ -82,6 +86,7 @@ class PendingApproval:
     reason: str | None = None
     api: Api = "chat"
     note: str | None = None
+    task_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,6 +225,7 @@ async def _answer(
         rule_id=held.rule_id,
         reason=held.reason,
         api=api,
+        task_id=held.task_id,
     )
 
 
@@ -336,14 +342,37 @@ async def complete_pending(
 async def _reissue(
     gateway: GatewayClient, items: Sequence[PendingApproval], limit: int
 ) -> ToolCallsOutcome:
-    """Re-issue held calls with their original arguments; the gateway answers with outcomes."""
-    outcome = ToolCallsOutcome()
+    """Re-issue held calls with their original arguments; the gateway answers with outcomes
+    (a call a task follows is answered by its task's outcome)."""
+    outcome = await _from_tasks(gateway, [item for item in items if item.task_id is not None])
     apis: tuple[Api, ...] = ("chat", "responses")
     for api in apis:
-        group = [item for item in items if item.api == api]
+        group = [item for item in items if item.api == api and item.task_id is None]
         calls = [_Call(item.tool_call_id, item.tool, item.args) for item in group]
         rerun = await _run(gateway, api, calls, limit)
         notes = {item.tool_call_id: item.note for item in group}
         outcome.messages.extend(rerun.messages)
         outcome.pending.extend(replace(p, note=notes[p.tool_call_id]) for p in rerun.pending)
+    return outcome
+
+
+async def _from_tasks(gateway: GatewayClient, items: Sequence[PendingApproval]) -> ToolCallsOutcome:
+    """The messages of held calls whose tasks ended (within `TASK_WAIT`); the others pending."""
+    answers: list[dict[str, Any] | PendingApproval] = list(items)
+
+    async def one(index: int, item: PendingApproval) -> None:
+        assert item.task_id is not None
+        result = await gateway.task_result(item.task_id, timeout=TASK_WAIT)
+        if result is not None:
+            answers[index] = _message(item.api, item.tool_call_id, _text(result))
+
+    async with anyio.create_task_group() as tg:
+        for index, item in enumerate(items):
+            tg.start_soon(one, index, item)
+    outcome = ToolCallsOutcome()
+    for answer in answers:
+        if isinstance(answer, PendingApproval):
+            outcome.pending.append(answer)
+        else:
+            outcome.messages.append(answer)
     return outcome
