@@ -74,10 +74,12 @@ def call_chain(
         server_labels=server_labels,
     )
     observer = BusObserver(bus)
-    served = _inspected(served, inspection, "results", refuse, sessions)
-    chain: Toolset = EventsToolset(traced("upstream", served), observer)
+    upstream = traced("upstream", served)
+    results = _inspected(upstream, inspection, "results", refuse, sessions)
+    chain: Toolset = EventsToolset(traced("inspect_results", results, upstream), observer)
     chain = traced("approval", ApprovalRequiredToolset(chain, held))
-    chain = _inspected(chain, inspection, "arguments", refuse, sessions)
+    arguments = _inspected(chain, inspection, "arguments", refuse, sessions)
+    chain = traced("inspect_arguments", arguments, chain)
     chain = traced("rate_limit", RateLimitedToolset(chain, rates, observer))
     chain = traced("policy", PolicyToolset(chain, decider, refuse))
     if hooks is not None:
@@ -87,12 +89,21 @@ def call_chain(
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
 
 
-def _tracing(telemetry: Telemetry | None) -> Callable[[str, Toolset], Toolset]:
-    """Wraps a step in its `TracedToolset` when tracing, else returns it as it is."""
+def _tracing(telemetry: Telemetry | None) -> Callable[..., Toolset]:
+    """Wraps a step in its `TracedToolset` when tracing, else returns it as it is; a step that
+    may be absent (``toolset is below``: no inspection configured) is never wrapped."""
+
+    def untraced(_step: str, toolset: Toolset, below: Toolset | None = None) -> Toolset:
+        return toolset
+
     if telemetry is None:
-        return lambda _step, toolset: toolset
+        return untraced
     steps = telemetry.steps
-    return lambda step, toolset: TracedToolset(step, toolset, steps)
+
+    def traced(step: str, toolset: Toolset, below: Toolset | None = None) -> Toolset:
+        return toolset if toolset is below else TracedToolset(step, toolset, steps)
+
+    return traced
 
 
 def _inspected(
