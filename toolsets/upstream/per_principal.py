@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext
+from toolsets.errors import LockgateError
 from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -116,7 +117,10 @@ class PerPrincipalToolset(Toolset):
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
         principal = ctx.principal.id
-        secret = await self.secrets.secret(principal)
+        try:
+            secret = await self.secrets.secret(principal)
+        except LockgateError as exc:  # the vault unreadable: its error names the key and fix
+            return failure_result(str(exc), "gateway_unavailable", server=self.name)
         if secret is None:
             self.drop(principal)
             return refusal_result(self.not_connected(), tool=tool)

@@ -6,6 +6,7 @@ error naming the limit, and the server's tools are pinned like any upstream's.""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -100,3 +101,20 @@ async def test_the_tools_of_a_secret_mode_server_are_pinned(tmp_path: Path) -> N
         await _whoami(gateway, ALICE)
         pinned = {(p.server, p.tool) for p in await gateway.pins.store.load()}
     assert ("local", "whoami") in pinned
+
+
+async def test_a_call_whose_secret_the_vault_cannot_open_names_the_key_and_the_fix(
+    tmp_path: Path,
+) -> None:
+    async with _gateway(tmp_path) as gateway:
+        vault, _ = _parts(gateway)
+        await vault.set("local", ALICE, "sealed under the first key")
+        found = await vault.store.get("local", ALICE)
+        assert found is not None
+        await vault.store.put(dataclasses.replace(found, key_id="0123456789abcdef"))
+        failed = await _whoami(gateway, ALICE)
+    assert failed.is_error
+    assert "sealed with key 0123456789abcdef" in failed.first_text()
+    assert "lockgate vault rotate" in failed.first_text()
+    assert "sealed under the first key" not in failed.first_text()
+    assert (failure_of(failed) or {}).get("kind") == "gateway_unavailable"
