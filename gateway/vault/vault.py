@@ -51,12 +51,13 @@ class Vault:
         """Store ``principal``'s secret for ``server`` (replacing one set before).
 
         Raises:
-            VaultError: the secret is empty, too long or has a line break.
+            VaultError: the secret is empty, too long, or has a line break or NUL (it must be
+                usable as a header value and an environment variable).
         """
-        if not secret or len(secret) > MAX_SECRET or "\n" in secret or "\r" in secret:
+        if not secret or len(secret) > MAX_SECRET or any(c in secret for c in "\n\r\0"):
             raise VaultError(
-                f"a secret must be 1 to {MAX_SECRET} characters on one line (the value itself "
-                "is not repeated here)"
+                f"a secret must be 1 to {MAX_SECRET} characters on one line, without NUL (the "
+                "value itself is not repeated here)"
             )
         now = time.time()
         before = await self.store.get(server, principal)
