@@ -4,6 +4,7 @@ from ``configs/gateway.schema.json`` by the hook in ``docs/_gen/``, covers every
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import os
@@ -128,7 +129,9 @@ def _yaml_snippets() -> list[tuple[str, Any]]:
     return found
 
 
-def test_every_config_and_policy_snippet_in_the_docs_is_valid(tmp_path: Path) -> None:
+def test_every_config_and_policy_snippet_in_the_docs_is_valid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pydantic import ValidationError
 
     from gateway import GatewayConfig
@@ -137,6 +140,8 @@ def test_every_config_and_policy_snippet_in_the_docs_is_valid(tmp_path: Path) ->
 
     snippets = _yaml_snippets()
     assert len(snippets) > 10
+    for name in set(re.findall(r"env:([A-Z_][A-Z0-9_]*)", json.dumps([d for _, d in snippets]))):
+        monkeypatch.setenv(name, base64.b64encode(bytes(32)).decode())  # a value of every form
     wrong: list[str] = []
     for index, (page, data) in enumerate(snippets):
         try:
