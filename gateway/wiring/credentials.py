@@ -1,18 +1,27 @@
 """Per-principal upstreams: the pool of a server whose callers bring their own credentials
 (``servers[].credentials.mode: secret``), its connections made by `build_upstream` with each
-principal's secret from the vault."""
+principal's secret from the vault.
+
+Each non-shared mode has a credential provider (`PROVIDERS`): what the pool asks for a
+principal's credential. ``secret`` reads the vault as is; ``oauth`` and ``token_exchange`` (not
+built yet) add theirs here: an access token from the vault, refreshed, or exchanged at the
+identity provider, handed to the same pool.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
 
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig
 from gateway.vault import Vault
 from gateway.wiring.upstreams import build_upstream
 from toolsets.abstract import ToolsChangedHandler
-from toolsets.upstream.per_principal import PerPrincipalToolset
+from toolsets.upstream.per_principal import PerPrincipalToolset, PrincipalSecrets
 from toolsets.upstream.server import MCPServerToolset
 
-__all__ = ["ServerSecrets", "build_pool"]
+__all__ = ["PROVIDERS", "ServerSecrets", "build_pool"]
 
 
 class ServerSecrets:
@@ -27,6 +36,11 @@ class ServerSecrets:
     async def principals(self) -> list[str]:
         found = await self.vault.connections()
         return [c.principal for c in found if c.server == self.server]
+
+
+PROVIDERS: Final[dict[str, Callable[[Vault, str], PrincipalSecrets]]] = {"secret": ServerSecrets}
+"""The credential provider of each non-shared ``credentials.mode``, given the vault and the
+server's name."""
 
 
 def build_pool(
@@ -46,7 +60,7 @@ def build_pool(
     pool = PerPrincipalToolset(
         server.name,
         connection,
-        ServerSecrets(vault, server.name),
+        PROVIDERS[credentials.mode](vault, server.name),
         idle_timeout=credentials.idle_timeout,
         max_connections=credentials.max_connections,
         connect_timeout=server.connect_timeout,

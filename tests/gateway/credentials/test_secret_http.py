@@ -53,6 +53,47 @@ def _refusal(result: Any) -> dict[str, Any]:
     return refusal
 
 
+CONNECTION_FIELDS = {"id", "server", "principal", "created_at", "updated_at"}
+
+
+async def _scenario(base: str, mode: str) -> list[str]:
+    """Alice connects, Bob is refused then connects, each is seen as themselves, Alice
+    revokes; the REST answers (pages) it read."""
+    mcp = f"{base}/mcp"
+    async with (
+        mcp_http_client(mcp, mode, AGENTS[ALICE]) as alice,
+        mcp_http_client(mcp, mode, AGENTS[BOB]) as bob,
+        rest(base, ALICE) as alice_api,
+        rest(base, BOB) as bob_api,
+        rest(base, APPROVER) as approver_api,
+    ):
+        put = await alice_api.put("/api/connections/web", json={"secret": SECRETS[ALICE]})
+        assert put.status_code == 200
+        assert set(put.json()) == CONNECTION_FIELDS
+        assert _authorization(await _whoami(alice)) == f"Bearer {SECRETS[ALICE]}"
+
+        refused = _refusal(await _whoami(bob))  # bob has not connected yet
+        assert refused["kind"] == "not_connected"
+        assert refused["unblock"] == {"action": "connect", "url": "/api/connections/web"}
+        assert "lockgate connections set web" in refused["message"]
+
+        await bob_api.put("/api/connections/web", json={"secret": SECRETS[BOB]})
+        assert _authorization(await _whoami(bob)) == f"Bearer {SECRETS[BOB]}"
+        assert _authorization(await _whoami(alice)) == f"Bearer {SECRETS[ALICE]}"
+
+        mine = await alice_api.get("/api/connections")
+        assert [(c["server"], c["principal"]) for c in mine.json()["items"]] == [("web", ALICE)]
+        everyone = await approver_api.get("/api/connections/all")
+        assert {c["principal"] for c in everyone.json()["items"]} == {ALICE, BOB}
+        assert (await bob_api.get("/api/connections/all")).status_code == 403
+
+        gone = await alice_api.delete("/api/connections/web")
+        assert gone.json()["revoked"] is True
+        assert _refusal(await _whoami(alice))["kind"] == "not_connected"
+        assert _authorization(await _whoami(bob)) == f"Bearer {SECRETS[BOB]}"
+        return [put.text, mine.text, everyone.text, gone.text]
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_each_agent_reaches_the_http_upstream_with_its_own_secret_and_never_the_others(
     tmp_path: Path, upstream: str, mode: str
@@ -60,54 +101,13 @@ async def test_each_agent_reaches_the_http_upstream_with_its_own_secret_and_neve
     with vault_keys(), every_log_line() as logs:
         config = credentials_config(tmp_path, [secret_http("web", upstream)])
         gateway = Gateway.from_config(config)
-        async with serve_asgi(build_app(gateway)) as base:
-            bus = gateway.parts.events.bus
-            async with bus.subscribe(["*"], buffer=10_000) as events:
-                mcp = f"{base}/mcp"
-                async with (
-                    mcp_http_client(mcp, mode, AGENTS[ALICE]) as alice,
-                    mcp_http_client(mcp, mode, AGENTS[BOB]) as bob,
-                    rest(base, ALICE) as alice_api,
-                    rest(base, BOB) as bob_api,
-                    rest(base, APPROVER) as approver_api,
-                ):
-                    put = await alice_api.put(
-                        "/api/connections/web", json={"secret": SECRETS[ALICE]}
-                    )
-                    assert put.status_code == 200
-                    assert set(put.json()) == {
-                        "id",
-                        "server",
-                        "principal",
-                        "created_at",
-                        "updated_at",
-                    }
-                    assert _authorization(await _whoami(alice)) == f"Bearer {SECRETS[ALICE]}"
-
-                    refused = _refusal(await _whoami(bob))  # bob has not connected yet
-                    assert refused["kind"] == "not_connected"
-                    assert refused["unblock"] == {
-                        "action": "connect",
-                        "url": "/api/connections/web",
-                    }
-                    assert "lockgate connections set web" in refused["message"]
-
-                    await bob_api.put("/api/connections/web", json={"secret": SECRETS[BOB]})
-                    assert _authorization(await _whoami(bob)) == f"Bearer {SECRETS[BOB]}"
-                    assert _authorization(await _whoami(alice)) == f"Bearer {SECRETS[ALICE]}"
-
-                    mine = (await alice_api.get("/api/connections")).json()["items"]
-                    assert [(c["server"], c["principal"]) for c in mine] == [("web", ALICE)]
-                    everyone = await approver_api.get("/api/connections/all")
-                    assert {c["principal"] for c in everyone.json()["items"]} == {ALICE, BOB}
-                    assert (await bob_api.get("/api/connections/all")).status_code == 403
-
-                    gone = await alice_api.delete("/api/connections/web")
-                    assert gone.json()["revoked"] is True
-                    assert _refusal(await _whoami(alice))["kind"] == "not_connected"
-                    assert _authorization(await _whoami(bob)) == f"Bearer {SECRETS[BOB]}"
-                    pages = [put.text, everyone.text, gone.text, str(mine)]
-                published = events.ready(10_000)
+        bus = gateway.parts.events.bus
+        async with (
+            serve_asgi(build_app(gateway)) as base,
+            bus.subscribe(["*"], buffer=10_000) as events,
+        ):
+            pages = await _scenario(base, mode)
+            published = events.ready(10_000)
     kinds = [e.type for e in published if e.type.startswith("credential.")]
     assert kinds == ["credential.connected", "credential.connected", "credential.revoked"]
     written = [str(e.to_cloudevent()) for e in published]
