@@ -6,6 +6,7 @@ per-request exchanges) over streamable HTTP and stdio.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import uuid
@@ -244,8 +245,12 @@ class Downstream:
         principal = _principal(ctx, self.principal)
         session_id = _session_id(ctx, self.connection_id)
         if task is not None:  # a held call answered as a task is run later by this re-issue
-            task.reissue = functools.partial(
-                self.handle, request, principal=principal, session_id=session_id, client=client
+            task.reissue = functools.partial(  # (no way back to the client then: no elicitation)
+                self.handle,
+                request,
+                principal=principal,
+                session_id=session_id,
+                client=dataclasses.replace(client, elicitation=False),
             )
         outcome = await self.handle(
             request,

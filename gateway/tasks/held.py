@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import time
 from typing import Any, Final
 
@@ -41,6 +42,7 @@ from toolsets.upstream.tasks import HeldTask, TaskAsk
 
 __all__ = ["HeldTasks", "held_message"]
 
+log = logging.getLogger("lockgate.tasks")
 _UNDECIDED: Final[frozenset[State]] = frozenset({"pending", "executing"})
 _WAIT: Final = 3600.0
 """Seconds per wait on the pending store (the wait ends at the call's expiry anyway)."""
@@ -123,7 +125,7 @@ class HeldTasks:
             by = call.decided_by or "an approver"
             current = current.moved("working", f"Approval {call.id} approved by {by}; running.")
             await self._tasks.update(current)
-            await self._tasks.update(_ended(current, await reissue()))
+            await self._tasks.update(_ended(current, await _run(reissue, call.id)))
         elif call.state == "cancelled":
             message = f"Call {call.id} was cancelled; not executed."
             await self._tasks.update(current.moved("cancelled", message))
@@ -154,6 +156,15 @@ class HeldTasks:
         else:
             return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
         return refusal_result(refusal, meta=meta)
+
+
+async def _run(reissue: Any, id: str) -> Any:
+    """The approved call's outcome; an error raised on the way is the task's failure."""
+    try:
+        return await reissue()
+    except Exception as exc:
+        log.warning("approved call %s of a task could not run: %r", id, exc)
+        return ToolResult.error(f"The approved call {id} could not run: {exc}")
 
 
 def _ended(record: TaskRecord, outcome: Any) -> TaskRecord:

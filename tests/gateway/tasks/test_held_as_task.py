@@ -55,6 +55,10 @@ rules:
     tools: [recorder__record_lapse]
     effect: ask
     approval: {hold: 300ms}
+  - id: caller-too
+    tools: [recorder__record_caller]
+    effect: ask
+    approval: {approvers: [caller, "role:security"], as_task: always}
   - id: held-open
     tools: [recorder__record_brief]
     effect: ask
@@ -207,6 +211,23 @@ async def test_another_replica_answers_a_held_task_and_its_approval_runs_the_cal
             assert (await decide(apis[1], _approval_of(created), "approve")).status_code == 200
             ended, result = await _outcome(b, created["taskId"])
     assert seen_on_b["status"] == "input_required"
+    assert ended["status"] == "completed"
+    assert result["content"][0]["text"] == f"recorded {value}"
+    assert len(executions(log, value)) == 1
+
+
+@pytest.mark.parametrize("face", HTTP_FACES)
+async def test_a_rule_with_as_task_always_answers_a_task_even_where_the_caller_may_decide(
+    tmp_path: Path, face: Face
+) -> None:
+    value = marker("always")
+    with anyio.fail_after(60):
+        async with _rig(tmp_path, face) as ([client], [api], log):
+            created = await call_as_task(client, "recorder__record_caller", {"value": value})
+            assert (await decide(api, _approval_of(created), "approve")).status_code == 200
+            ended, result = await _outcome(client, created["taskId"])
+    assert created["status"] == "input_required"
+    assert "caller, role:security" in created["statusMessage"]
     assert ended["status"] == "completed"
     assert result["content"][0]["text"] == f"recorded {value}"
     assert len(executions(log, value)) == 1
