@@ -78,6 +78,16 @@ class TelemetryConfig(Strict):
     export_timeout: Annotated[float, Field(gt=0)] = Field(
         5.0, description="Seconds an export may take before it is given up."
     )
+    metrics: bool = Field(
+        False,
+        description=(
+            "Also export the Prometheus metrics of /metrics over OTLP, with the same names "
+            "(/metrics stays)."
+        ),
+    )
+    metrics_interval: Annotated[float, Field(gt=0)] = Field(
+        60.0, description="Seconds between exports of the metrics."
+    )
 
     @field_validator("headers", mode="before")
     @classmethod

@@ -59,6 +59,7 @@ class GatewayRuntime:
         async with contextlib.AsyncExitStack() as stack:
             if parts.telemetry is not None:  # shut down last: flushes the spans of the closing
                 await stack.enter_async_context(parts.telemetry)
+                parts.telemetry.export_metrics(parts.metrics.registry)
             # The store first: with PostgreSQL it holds the pool the event sinks drain into.
             await stack.enter_async_context(parts.approvals.store)
             await self._start_events(stack)

@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.sampling import (
     Sampler,
     TraceIdRatioBased,
 )
+from prometheus_client import CollectorRegistry
 
 from gateway.approvals.writes import PendingListener
 from gateway.config.telemetry import SamplingConfig, TelemetryConfig
@@ -32,6 +33,7 @@ from gateway.scripts.host import ToolCalls
 from gateway.telemetry.export_warnings import QUIET, WarnOnce
 from gateway.telemetry.faces import RequestSpanMiddleware
 from gateway.telemetry.holds import HeldMarks, HoldSpans
+from gateway.telemetry.metrics_export import MetricsExport
 from gateway.telemetry.requests import RequestSpans
 from gateway.telemetry.scripts import TracedSubCalls
 from gateway.telemetry.steps import StepSpans
@@ -128,6 +130,13 @@ class Telemetry:
         self.steps = StepSpans(tracer, scripts)
         self.held = HeldMarks()
         self._tracer = tracer
+        self._config = config
+        self._metrics: MetricsExport | None = None
+
+    def export_metrics(self, registry: CollectorRegistry) -> None:
+        """Export ``registry`` over OTLP too, when the config asks (``telemetry.metrics``)."""
+        if self._config.metrics and self._metrics is None:
+            self._metrics = MetricsExport(registry, self._config, self.provider.resource)
 
     def middleware(
         self, transport: str, session_of: Callable[[Any], str | None]
@@ -157,6 +166,8 @@ class Telemetry:
         tb: TracebackType | None,
     ) -> None:
         try:
+            if self._metrics is not None:
+                await anyio.to_thread.run_sync(self._metrics.shutdown)
             await anyio.to_thread.run_sync(self.provider.shutdown)
         finally:
             QUIET.remove()
