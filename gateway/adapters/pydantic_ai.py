@@ -33,6 +33,11 @@ model as ``ToolFailed`` text it can act on; a refusal's ``_meta["lockgate/refusa
 rule, retry-after, what would unblock it) and an upstream failure's ``_meta["lockgate/error"]``
 are on the failed ``ToolReturnPart``'s ``metadata`` in the run's messages (never sent to the
 model).
+
+With ``from_gateway(..., as_task=True)`` the toolset asks for tasks (`gateway.tasks.held`): a
+held call is deferred at once (no hold) with ``task_id`` in its metadata, and on resume the
+toolset reads the task's outcome instead of re-issuing the call (the gateway ran the approved
+call once, in the task); denials and external results are collected from the task too.
 """
 
 from __future__ import annotations
