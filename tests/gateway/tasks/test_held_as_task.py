@@ -143,7 +143,7 @@ async def test_a_held_call_answered_as_a_task_runs_once_when_approved_over_the_r
     assert len(executions(log, value)) == 1
 
 
-@pytest.mark.parametrize("face", HTTP_FACES)
+@pytest.mark.parametrize("face", FACES)
 async def test_a_denied_held_task_fails_with_the_deny_message_and_never_runs(
     tmp_path: Path, face: Face
 ) -> None:
@@ -161,7 +161,7 @@ async def test_a_denied_held_task_fails_with_the_deny_message_and_never_runs(
     assert executions(log, value) == []
 
 
-@pytest.mark.parametrize("face", HTTP_FACES)
+@pytest.mark.parametrize("face", FACES)
 async def test_an_expired_held_task_fails_with_an_expired_refusal(
     tmp_path: Path, face: Face
 ) -> None:
@@ -176,7 +176,7 @@ async def test_an_expired_held_task_fails_with_an_expired_refusal(
     assert executions(log, value) == []
 
 
-@pytest.mark.parametrize("face", HTTP_FACES)
+@pytest.mark.parametrize("face", FACES)
 async def test_cancelling_a_held_task_withdraws_its_pending_call(
     tmp_path: Path, face: Face
 ) -> None:
