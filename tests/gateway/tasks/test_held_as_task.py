@@ -32,7 +32,7 @@ from approvals_e2e_support import (
 from gateway_faces import FACES, HTTP_FACES, Face
 from mcp import Client
 from pg_support import fresh_schema, pg_storage
-from support import serve_asgi, write_config
+from support import echo_upstream, serve_asgi, write_config
 from tasks_client import call_as_task, modern, open_tasks_client, request, until_ended
 
 from gateway.gateway import Gateway
@@ -59,6 +59,9 @@ rules:
     tools: [recorder__record_caller]
     effect: ask
     approval: {approvers: [caller, "role:security"], as_task: always}
+  - id: failing
+    tools: [echo__fail]
+    effect: ask
   - id: held-open
     tools: [recorder__record_brief]
     effect: ask
@@ -68,7 +71,11 @@ rules:
 
 @contextlib.asynccontextmanager
 async def _rig(
-    tmp_path: Path, face: Face, storage: dict[str, Any] | None = None, replicas: int = 1
+    tmp_path: Path,
+    face: Face,
+    storage: dict[str, Any] | None = None,
+    replicas: int = 1,
+    echo: bool = False,
 ) -> AsyncIterator[tuple[list[Client], list[httpx2.AsyncClient], Path]]:
     """Gateways on one store (served; a stdio face runs its own process on the same config),
     a tasks client on each, and the REST API as alice on each served one."""
@@ -92,7 +99,8 @@ async def _rig(
         sections["storage"] = storage
     else:
         sections["approvals"] = {"store": "sqlite", "path": str(tmp_path / "pending.db")}
-    config = write_config(tmp_path, [recorder], **sections)
+    servers = [recorder, echo_upstream("echo")] if echo else [recorder]
+    config = write_config(tmp_path, servers, **sections)
     async with contextlib.AsyncExitStack() as stack:
         clients, apis = [], []
         for _ in range(replicas):
@@ -141,6 +149,22 @@ async def test_a_held_call_answered_as_a_task_runs_once_when_approved_over_the_r
     assert again["status"] == "completed"
     assert result["content"][0]["text"] == f"recorded {value}"
     assert len(executions(log, value)) == 1
+
+
+@pytest.mark.parametrize("face", HTTP_FACES)
+async def test_an_approved_held_task_whose_tool_errors_fails_with_the_tools_error(
+    tmp_path: Path, face: Face
+) -> None:
+    message = marker("boom")
+    with anyio.fail_after(60):
+        async with _rig(tmp_path, face, echo=True) as ([client], [api], _log):
+            created = await call_as_task(client, "echo__fail", {"message": message})
+            assert (await decide(api, _approval_of(created), "approve")).status_code == 200
+            ended, result = await _outcome(client, created["taskId"])
+    assert ended["status"] == "failed"
+    assert message in ended["statusMessage"]
+    assert result["isError"] is True
+    assert message in result["content"][0]["text"]
 
 
 @pytest.mark.parametrize("face", FACES)
