@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from policies._fields import Strict as _Strict
 from policies._fields import checked as _checked
@@ -14,6 +15,7 @@ from policies.cel_conditions import ALLOWED_VARIABLES, condition_problem
 from policies.limits import RuleLimit
 from policies.matchers import glob_problem, principal_entry_problem
 from policies.messages import message_problem
+from policies.preview import PreviewModel
 from policies.resource_rules import SCOPED_FIELDS, PromptEffect, ResourceEffect, check_scope
 from policies.scope_check import SCOPE_TOKEN, check_scopes
 from policies.session_labels import LABEL_NAME_RE, label_problem
@@ -207,6 +209,13 @@ class RuleModel(_Strict):
         ),
     )
     approval: ApprovalModel | None = None
+    preview: PreviewModel | None = Field(
+        None,
+        description=(
+            "ask only: a read-only tool the approvers see the result of beside the held call, "
+            "run under policy as the caller; '{args.NAME}' in its args is the call's argument."
+        ),
+    )
     limit: RuleLimit | None = Field(
         None,
         description=(
@@ -281,6 +290,14 @@ class RuleModel(_Strict):
     _one_kind = field_validator(*SCOPED_FIELDS)(check_scope)
     _scopes = field_validator("scopes")(check_scopes)
     _label_rule = model_validator(mode="after")(check_label_rule)
+
+    @model_validator(mode="after")
+    def _preview_on_ask(self) -> RuleModel:
+        if self.preview is not None and self.effect != "ask":
+            raise PydanticCustomError(
+                "preview", "preview is shown to approvers: it needs effect: ask"
+            )
+        return self
 
 
 class PolicyFile(_Strict):

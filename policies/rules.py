@@ -19,6 +19,7 @@ from policies.matchers import (
     is_literal,
 )
 from policies.model import RuleModel
+from policies.preview import Preview
 from policies.resource_rules import ResourceSelector, resource_selector
 from toolsets.context import Principal
 from toolsets.decision import EFFECT_RANK, ApprovalOptions, Effect
@@ -41,6 +42,7 @@ class CompiledRule:
         conditional: Whether it has a ``when`` or ``unless``.
         variables: CEL variables its conditions read; ``needs``: which fields of them.
         accept_flags: Flags of ``defaults.hide_flagged`` that do not hide the tools it matches.
+        preview: The read-only tool its approvers see the result of (``ask`` rules only).
         gates: Its session gates (``unlock_after``, ``lock_after``, ``require_first``), if any.
         shadow: ``mode: shadow``: evaluated for calls, recorded on the decision, never enforced.
         limit: Its rate limit on the calls it allows, if any.
@@ -70,6 +72,7 @@ class CompiledRule:
     approval: ApprovalOptions
     redact: tuple[str, ...]
     accept_flags: frozenset[str] = frozenset()
+    preview: Preview | None = None
     gates: RuleGates | None = None
     shadow: bool = False
     limit: RateLimit | None = None
@@ -140,6 +143,7 @@ def compile_rule(
         approval=approval,
         redact=tuple(rule.redact),
         accept_flags=frozenset(rule.accept_flags),
+        preview=Preview(rule.preview.tool, rule.preview.args) if rule.preview else None,
         gates=RuleGates.of(rule),
         shadow=rule.mode == "shadow",
         limit=compile_limit(rule.id, rule.limit),

@@ -26,6 +26,7 @@ from gateway.approvals.errors import PendingNotFound
 from gateway.approvals.holding import Holding
 from gateway.approvals.human_interrupt import interrupt_request, read_response
 from gateway.approvals.pending import Kind, PendingCall, State
+from gateway.approvals.preview import PreviewRunner
 from gateway.auth.tokens import Authenticator, Identity, Role, bearer_token
 from gateway.gateway import Gateway
 from toolsets.context import Principal
@@ -167,6 +168,7 @@ class _Handlers:
         self.store, self.service = gateway.store, gateway.approvals
         self.holding = gateway.parts.holding
         self.policy, self.sessions = gateway.policy, gateway.parts.sessions
+        self.preview = PreviewRunner(gateway.call_tool, gateway.approvals.tools, gateway.policy)
 
     async def me(self, request: Request, who: Principal) -> Response:
         """``GET /api/me``: who the token belongs to (the page says "signed in as")."""
@@ -193,7 +195,11 @@ class _Handlers:
 
     async def _context(self, call: PendingCall) -> dict[str, Any]:
         return await context_pack(
-            call, tools=self.service.tools, engine=self.policy.current, session=self.sessions.ensure
+            call,
+            tools=self.service.tools,
+            engine=self.policy.current,
+            session=self.sessions.ensure,
+            preview=self.preview,
         )
 
     async def get_call(self, request: Request, who: Principal) -> Response:

@@ -17,16 +17,24 @@ from gateway.approvals.known_tools import KnownTools
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.recording import origin_of
 from policies.engine import PolicyEngine
+from policies.preview import Preview
+from policies.rules import CompiledRule
 from policies.session import SessionState
 from toolsets.canonical import canonical_json
 from toolsets.context import CallContext
 from toolsets.tooldef import ToolDef
 
-__all__ = ["RECENT_CALLS", "SessionLookup", "context_pack"]
+__all__ = ["RECENT_CALLS", "PreviewRun", "SessionLookup", "context_pack"]
 
 RECENT_CALLS: Final = 10
 """How many of the session's last calls the pack shows."""
 _HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+class PreviewRun(Protocol):
+    """Runs a held call's preview (`gateway.approvals.preview.PreviewRunner`)."""
+
+    async def __call__(self, call: PendingCall, preview: Preview) -> dict[str, Any]: ...
 
 
 class SessionLookup(Protocol):
@@ -41,13 +49,15 @@ async def context_pack(
     tools: KnownTools,
     engine: PolicyEngine,
     session: SessionLookup | None = None,
+    preview: PreviewRun | None = None,
 ) -> dict[str, Any]:
-    """The context of ``call`` for its approvers (see the module docstring)."""
+    """The context of ``call`` for its approvers (see the module docstring); with ``preview``,
+    a waiting call whose rule names a preview tool gets its result (``preview``)."""
     tool = await tools.current(call.tool)
     state = None
     if session is not None and call.session_id is not None:
         state = await session(origin_of(call))
-    return {
+    pack = {
         "tool": _tool(call, tool),
         "rule": _rule(call, engine),
         "arguments": {"canonical": canonical_json(call.args).decode(), "sha256": call.args_sha256},
@@ -60,6 +70,19 @@ async def context_pack(
         "session": _session(call, state),
         "times": {"requested": _iso(call.created_at), "expires": _iso(call.expires_at)},
     }
+    rule = _rule_of(call, engine)
+    if preview is not None and rule is not None and rule.preview and call.state == "pending":
+        pack["preview"] = await preview(call, rule.preview)
+    return pack
+
+
+def _rule_of(call: PendingCall, engine: PolicyEngine) -> CompiledRule | None:
+    if call.rule_id is None:
+        return None
+    try:
+        return engine.rule(call.rule_id)
+    except KeyError:  # the policy was reloaded without it since
+        return None
 
 
 def _tool(call: PendingCall, tool: ToolDef | None) -> dict[str, Any]:
@@ -83,9 +106,8 @@ def _tool(call: PendingCall, tool: ToolDef | None) -> dict[str, Any]:
 def _rule(call: PendingCall, engine: PolicyEngine) -> dict[str, Any]:
     if call.rule_id is None:
         return {"id": None, "text": f"no rule matched: the policy's default ({call.reason})"}
-    try:
-        rule = engine.rule(call.rule_id)
-    except KeyError:  # the policy was reloaded without it since
+    rule = _rule_of(call, engine)
+    if rule is None:
         return {"id": call.rule_id, "text": f"rule {call.rule_id!r} (no longer in the policy)"}
     where = f"{rule.file}:{rule.line}" if rule.line is not None else rule.file
     parts = [f"rule {rule.id!r} ({where}) holds calls of {', '.join(rule.tools or ('any tool',))}"]

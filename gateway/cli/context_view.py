@@ -33,6 +33,10 @@ def context_rows(context: Mapping[str, Any]) -> list[tuple[str, str]]:
             )
         )
     rows += _session_rows(context.get("session", {}))
+    preview = context.get("preview")
+    if preview:
+        text = " ".join(str(preview.get("text", "")).split())
+        rows.append(("preview", f"{preview.get('tool')}: {text}"))
     rows.append(("digest", "sha256:" + str(context.get("arguments", {}).get("sha256", "-"))))
     return rows
 

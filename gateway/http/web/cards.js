@@ -75,6 +75,14 @@ export function fillContext(node, context) {
   row(node, "labels", Object.entries(session.labels || {})
     .map(([label, tools]) => label + " (via " + tools.join(", ") + ")").join("; "));
   row(node, "digest", "sha256:" + (context.arguments?.sha256 || ""));
+  const preview = context.preview;
+  if (preview) {
+    const box = node.querySelector(".preview");
+    box.querySelector("summary").textContent = visible("Preview: " + preview.tool + " " + JSON.stringify(preview.args));
+    box.querySelector("pre").textContent = visible(preview.text);
+    box.classList.toggle("not-run", !preview.ran);
+    box.hidden = false;
+  }
   node.dataset.search += " " + [tool.description, context.rule?.text, client?.name].filter(Boolean).join(" ").toLowerCase();
 }
 

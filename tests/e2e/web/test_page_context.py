@@ -11,6 +11,8 @@ from web_support import Site, calls, card, marker, sign_in
 
 from toolsets import CallContext, Principal
 
+POLICIES = ("preview.yaml",)
+
 
 async def test_a_card_says_what_the_tool_does_why_it_was_held_and_what_came_before(
     site: Site, page: Page
@@ -35,5 +37,10 @@ async def test_a_card_says_what_the_tool_does_why_it_was_held_and_what_came_befo
         await expect(item.locator(".before")).to_have_text("e__whoami")
         await expect(item.locator(".digest")).to_have_text(re.compile(r"^sha256:[0-9a-f]{64}$"))
         assert await item.locator(".why b").count() == 0
+        preview = item.locator(".preview")
+        await expect(preview.locator("summary")).to_have_text(
+            f'Preview: e__weather {{"city":"{text}"}}'
+        )
+        await expect(preview.locator("pre")).to_contain_text('"sky": "clear"')
         await item.locator("button.approve").click()
     assert held_calls.results[text].first_text() == text
