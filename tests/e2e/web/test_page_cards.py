@@ -88,6 +88,12 @@ async def test_editing_shows_what_changes_against_the_requested_arguments_escape
         await expect(diff.nth(0)).to_have_class("added")
         await expect(diff.nth(1)).to_have_text(f'changed text "{text}" → "<b>after</b>\\u202e"')
         await expect(diff.nth(1)).to_have_class("changed")
+        requested = await diff.nth(1).locator(".before").bounding_box()
+        edited = await diff.nth(1).locator(".after").bounding_box()
+        assert requested is not None
+        assert edited is not None
+        assert abs(requested["y"] - edited["y"]) < 2  # side by side: one row,
+        assert edited["x"] > requested["x"] + requested["width"]  # requested left of edited
         assert await item.locator(".edit-diff b").count() == 0
         await edits.fill("{}")
         await expect(diff).to_have_text([f'removed text "{text}"'])
