@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from playwright.async_api import Page, expect
-from web_support import Site, calls, card, marker, sign_in
+from web_support import Site, calls, card, marker, screenshot, sign_in
 
 from toolsets import CallContext, Principal
 
@@ -42,5 +42,6 @@ async def test_a_card_says_what_the_tool_does_why_it_was_held_and_what_came_befo
             f'Preview: e__weather {{"city":"{text}"}}'
         )
         await expect(preview.locator("pre")).to_contain_text('"sky": "clear"')
+        await screenshot(page, "approvals-context.png")
         await item.locator("button.approve").click()
     assert held_calls.results[text].first_text() == text

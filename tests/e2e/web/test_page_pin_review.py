@@ -6,7 +6,7 @@ how to lift it."""
 from __future__ import annotations
 
 from playwright.async_api import Page, expect
-from web_support import Site, sign_in
+from web_support import Site, screenshot, sign_in
 
 POLICIES = ("flagged.yaml",)
 
@@ -31,6 +31,7 @@ async def test_a_planted_injection_shows_as_new_flags_and_inserted_words_and_sta
     await expect(item.locator(".words")).to_contain_text("A tool whose definition has every")
     await expect(item.locator(".hidden-after")).to_contain_text("flagged 'injection-marker'")
     await expect(item.locator(".diff")).to_be_hidden()  # the raw diff is one click away
+    await screenshot(page, "approvals-pin-review.png")
 
     await item.locator("button.accept").click()
     said = item.locator(".still-hidden")
