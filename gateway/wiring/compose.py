@@ -62,7 +62,7 @@ from gateway.wiring.stores import (
 )
 from gateway.wiring.upstreams import build_upstream
 from gateway.wiring.vault import build_vault
-from policies import PolicyEngine, PolicyHolder
+from policies import PolicyDecider, PolicyEngine, PolicyHolder
 from toolsets.abstract import Toolset
 from toolsets.combined import CombinedToolset
 from toolsets.context import CallContext
@@ -259,6 +259,32 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     )  # fmt: skip
 
 
+def _chain(
+    config: GatewayConfig,
+    built: _Served,
+    approvals: ApprovalService,
+    validators: SchemaValidators,
+    *,
+    holding: Holding,
+    telemetry: Telemetry | None,
+) -> tuple[Toolset, PolicyDecider]:
+    """The call chain over the served catalogue (`gateway.wiring.chain`), as configured."""
+    return call_chain(
+        built.served,
+        built.events.bus,
+        approvals,
+        validators,
+        sessions=built.sessions,
+        hooks=script_hooks(config, built.host) if built.host is not None else None,
+        holding=holding,
+        rates=rate_counter(built.shared),
+        progress_interval=config.approvals.progress_interval,
+        server_labels=server_labels((s.name, s.labels) for s in config.enabled_servers()),
+        inspection=build_inspection(config.inspectors),
+        telemetry=telemetry,
+    )
+
+
 def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset] = ()) -> Parts:
     """Build (but do not start) the gateway's parts from ``config``; script tools and hooks
     call tools through ``calls``, the top of the chain (`gateway.runtime.CallEntry`)."""
@@ -267,19 +293,8 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
     validators = SchemaValidators()
     approvals = _approvals(config, built, validators, telemetry)
     holding, sessions, events = Holding(), built.sessions, built.events
-    root, decider = call_chain(
-        built.served,
-        events.bus,
-        approvals,
-        validators,
-        sessions=sessions,
-        hooks=script_hooks(config, built.host) if built.host is not None else None,
-        holding=holding,
-        rates=rate_counter(built.shared),
-        progress_interval=config.approvals.progress_interval,
-        server_labels=server_labels((s.name, s.labels) for s in config.enabled_servers()),
-        inspection=build_inspection(config.inspectors),
-        telemetry=telemetry,
+    root, decider = _chain(
+        config, built, approvals, validators, holding=holding, telemetry=telemetry
     )
     guard = PolicyResourceGuard(
         approvals,
