@@ -5,7 +5,9 @@ agents and approvers without the role get 403 and no data."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -286,3 +288,56 @@ async def test_upstreams_name_a_changed_definition_waiting_in_quarantine(
     item = console.locator("#upstream-list li")
     await expect(item).to_contain_text("quarantined: e__weather")
     await screenshot(console, "console-upstreams-quarantine.png")
+
+
+async def _status(statuses: AsyncIterator[Any], server: str, *wanted: str) -> str:
+    """The next status of ``server`` among ``wanted``, as its ``upstream.status`` event says."""
+    with anyio.fail_after(60):
+        async for event in statuses:
+            if event.data["server"] == server and event.data["status"] in wanted:
+                return str(event.data["status"])
+    raise AssertionError("the event stream ended")
+
+
+def _kill_upstream(name: str) -> None:
+    """Kill this process's stdio echo server started as ``--name name`` (the upstream dies)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            continue
+        named = b"--name" in argv and argv[argv.index(b"--name") + 1] == name.encode()
+        if named and int(parent) == os.getpid():
+            os.kill(int(pid), signal.SIGKILL)
+            return
+    raise AssertionError(f"no echo server named {name!r} runs under this test")
+
+
+async def test_upstreams_count_a_reconnect_and_keep_the_last_error(tmp_path: Path) -> None:
+    name = marker("rc")
+    operator = {"id": "user:olga", "token": OPERATOR_TOKEN, "roles": ["operator"]}
+    config = write_config(
+        tmp_path,
+        [echo_upstream(name)],
+        approvals={"store": "memory"},
+        events={"audit": {"enabled": False}},
+        auth={"approvers": [operator]},
+    )
+    gateway = Gateway.from_config(config)
+    async with (
+        serve_asgi(build_app(gateway)) as url,
+        gateway.events.subscribe(["upstream.status"]) as statuses,
+        approver_api(Site(url, gateway), OPERATOR_TOKEN) as api,
+    ):
+        assert await gateway.wait_ready(30)
+        before = (await api.get("/api/console/upstreams")).json()["items"][0]
+        _kill_upstream(name)
+        await _status(statuses, name, "down", "reconnecting")
+        await _status(statuses, name, "up")
+        after = (await api.get("/api/console/upstreams")).json()["items"][0]
+    assert (before["reconnects"], before["last_error"]) == (0, None)
+    assert after["status"] == "up"
+    assert after["reconnects"] == 1
+    assert after["last_error"]
+    assert after["last_error_at"] is not None
