@@ -20,7 +20,7 @@ from gateway.audit.replay import READ_KINDS, replay
 from gateway.audit.verify import verify
 from gateway.gateway import Gateway
 from policies.engine import PolicyEngine
-from toolsets.errors import AuditUnavailable
+from toolsets.errors import AuditUnavailable, ConfigError
 
 __all__ = ["ReplayBody", "audit_path", "audit_tail", "audit_verify", "replay_candidate"]
 
@@ -95,7 +95,10 @@ def _replay(gateway: Gateway, path: Path, body: ReplayBody) -> dict[str, Any]:
         candidate = Path(folder) / name
         candidate.write_text(body.policy, encoding="utf-8")
         paths = [*layers[:index], candidate, *layers[index + 1 :]]
-        engine = PolicyEngine.load(paths)
+        try:
+            engine = PolicyEngine.load(paths)
+        except ConfigError as exc:  # named as the candidate, not as the scratch copy
+            raise BadRequest(str(exc).replace(str(candidate), f"candidate {name}")) from None
         report = replay(read_entries(path, READ_KINDS), engine) if path.exists() else None
     shown = report.to_json() if report is not None else {"calls": 0, "changed": 0, "rows": []}
     replaced = str(layers[index]) if layers else None

@@ -280,7 +280,7 @@ async def test_grants_show_a_grant_made_on_an_approval(site: Site, console: Page
 async def test_upstreams_name_a_changed_definition_waiting_in_quarantine(
     site: Site, console: Page
 ) -> None:
-    """Last in the module: the rug pull leaves e__weather quarantined."""
+    """After the tests listing e__weather: the rug pull leaves it quarantined."""
     async with site.gateway.events.subscribe(["tool.pin_changed"]) as changes:
         await site.gateway.call_tool("e__rug_pull", {"part": "description"})
         await anext(changes)
@@ -341,3 +341,14 @@ async def test_upstreams_count_a_reconnect_and_keep_the_last_error(tmp_path: Pat
     assert after["reconnects"] == 1
     assert after["last_error"]
     assert after["last_error_at"] is not None
+
+
+async def test_a_candidate_policy_with_an_error_is_refused_naming_its_line(site: Site) -> None:
+    broken = "version: 1\nrules:\n  - {id: odd, tools: [e__echo], effect: maybe}\n"
+    async with approver_api(site, OPERATOR_TOKEN) as api:
+        response = await api.post("/api/console/replay", json={"policy": broken})
+        missing = await api.post("/api/console/replay", json={"policy": CANDIDATE, "layer": 3})
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("candidate console.yaml:3:33: rules.0.effect: ")
+    assert missing.status_code == 400
+    assert missing.json()["detail"] == "layer 3 does not exist: the policy has 1"
