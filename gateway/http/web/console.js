@@ -1,6 +1,7 @@
 // The operator console: signing in (the approvals page's token, in this tab only), then each
 // section loaded from its /api/console route and the live event stream followed. Read-only.
 import { api, ApiError, forgetToken, keepToken, showError, token } from "./api.js";
+import { loadAnalytics } from "./console_analytics.js";
 import { loadAudit, verifyAudit } from "./console_audit.js";
 import { initCatalogue } from "./console_catalogue.js";
 import { $ } from "./console_dom.js";
@@ -16,7 +17,7 @@ function failed(e) {
   showError(e.message);
 }
 
-const SECTIONS = ["upstreams", "catalogue", "policies", "events", "audit", "sessions", "grants"];
+const SECTIONS = ["upstreams", "catalogue", "policies", "events", "audit", "sessions", "grants", "analytics"];
 
 // One section at a time (the one the address names: #catalogue), so a phone shows it whole.
 function showSection() {
@@ -52,7 +53,7 @@ async function start() {
   }
   shown(true);
   followEvents(() => signOut("Signed out: the token was refused (401)."));
-  for (const load of [loadPolicies, loadAudit, loadSessions, loadGrants]) load().catch(failed);
+  for (const load of [loadPolicies, loadAudit, loadSessions, loadGrants, loadAnalytics]) load().catch(failed);
 }
 
 function signOut(message) {
@@ -77,6 +78,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("audit-verify").addEventListener("click", () => verifyAudit().catch(failed));
   $("sessions-refresh").addEventListener("click", () => loadSessions().catch(failed));
   $("grants-refresh").addEventListener("click", () => loadGrants().catch(failed));
+  $("analytics-refresh").addEventListener("click", () => loadAnalytics().catch(failed));
   initCatalogue(failed);
   initPolicies(failed);
   initEvents(() => signOut("Signed out: the token was refused (401)."));

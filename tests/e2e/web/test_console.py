@@ -267,14 +267,47 @@ async def test_grants_show_a_grant_made_on_an_approval(site: Site, console: Page
         held_calls.start(text, "agent:granted")
         id = await held(site.gateway, text)
         async with approver_api(site, OPERATOR_TOKEN) as api:
-            body = {"decision": "approve", "grant": {"scope": "tool", "duration": "30m"}}
+            grant = {"scope": "tool", "duration": "30m", "principal": True}  # its caller only
+            body = {"decision": "approve", "grant": grant}
             response = await api.post(f"/api/approvals/{id}/decision", json=body)
             assert response.status_code == 200
     await _show(console, "grants")
     await console.click("#grants-refresh")
     item = console.locator("#grant-list li", has_text="e__echo (tool)")
+    await expect(item).to_contain_text("for agent:granted")
     await expect(item).to_contain_text("by user:olga · until ")
     await screenshot(console, "console-grants.png")
+
+
+async def test_approvals_show_each_rules_outcomes_and_the_calls_waiting(
+    site: Site, console: Page
+) -> None:
+    text = marker("ASK analytics")
+    async with (
+        calls(site.gateway) as held_calls,
+        approver_api(site, OPERATOR_TOKEN) as api,
+    ):
+        held_calls.start(text, "agent:counted")
+        id = await held(site.gateway, text)
+        response = await api.post(f"/api/approvals/{id}/decision", json={"decision": "approve"})
+        assert response.status_code == 200
+    async with approver_api(site, OPERATOR_TOKEN) as api:
+        stats = (await api.get("/api/analytics/approvals?since=7d")).json()
+    group = stats["by_rule"]["ask-echo"]
+    assert group["counts"]["approve"] >= 1
+    await _show(console, "analytics")
+    await console.click("#analytics-refresh")
+    await expect(console.locator("#analytics-waiting")).to_have_text(
+        f"{stats['waiting']} calls waiting now"
+    )
+    item = console.locator("#analytics-rules li", has_text="ask-echo")
+    held_line = (
+        f"{group['held']} held · {group['pending']} waiting · approve {group['counts']['approve']}"
+    )
+    await expect(item).to_contain_text(held_line)
+    await expect(item).to_contain_text("time to decision p50 ")
+    await expect(console.locator("#analytics-none")).to_be_visible()  # 5 approvals make one
+    await screenshot(console, "console-approvals.png")
 
 
 async def test_upstreams_name_a_changed_definition_waiting_in_quarantine(
