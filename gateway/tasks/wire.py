@@ -56,10 +56,15 @@ def task_fields(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
 
 
 def created_result(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
-    """The ``CreateTaskResult`` answering the task-augmented ``tools/call``."""
+    """The ``CreateTaskResult`` answering the task-augmented ``tools/call`` (a held call's
+    names its pending call in ``_meta["lockgate/pending"]``)."""
     if modern:
-        return {"resultType": "task", **task_fields(record, modern=True)}
-    return {"task": task_fields(record, modern=False)}
+        result = {"resultType": "task", **task_fields(record, modern=True)}
+    else:
+        result = {"task": task_fields(record, modern=False)}
+    if record.approval_id is not None:
+        result["_meta"] = {"lockgate/pending": {"id": record.approval_id}}
+    return result
 
 
 def detailed_task(record: TaskRecord, *, modern: bool) -> dict[str, Any]:

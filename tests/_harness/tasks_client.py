@@ -141,7 +141,10 @@ async def call_as_task(
         return answer.model_dump(mode="json", by_alias=True, exclude_none=True)
     params = {"name": name, "arguments": args, "task": {"ttl": ttl} if ttl else {}}
     raw = await client.session._dispatcher.send_raw_request("tools/call", params, {})
-    return dict(raw["task"]) if "task" in raw else dict(raw)
+    if "task" not in raw:
+        return dict(raw)
+    meta = {"_meta": raw["_meta"]} if "_meta" in raw else {}  # lockgate/pending of a held call
+    return dict(raw["task"]) | meta
 
 
 async def request(client: Client, method: str, task_id: str) -> dict[str, Any]:

@@ -143,6 +143,7 @@ async def test_a_held_call_answered_as_a_task_runs_once_when_approved_over_the_r
             ended, result = await _outcome(client, created["taskId"])
             again = await request(client, "tasks/get", created["taskId"])
     assert created["status"] == "input_required"
+    assert created["_meta"]["lockgate/pending"] == {"id": approval}
     assert "role:security" in created["statusMessage"]
     assert polled["status"] == "input_required"
     assert ended["status"] == "completed"
@@ -269,6 +270,7 @@ async def test_a_rule_with_as_task_never_holds_the_task_call_as_today(
     if "taskId" in answer:
         assert answer["status"] == "completed"
         assert "statusMessage" not in answer
+        assert "_meta" not in answer  # no pending call follows it
     else:
         assert answer["_meta"]["lockgate/pending"]["state"] == "pending"
     assert executions(log, value) == []
