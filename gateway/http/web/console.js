@@ -6,6 +6,7 @@ import { loadAudit, verifyAudit } from "./console_audit.js";
 import { initCatalogue } from "./console_catalogue.js";
 import { $ } from "./console_dom.js";
 import { followEvents, initEvents, stopEvents } from "./console_events.js";
+import { loadConnections } from "./console_connections.js";
 import { loadGrants } from "./console_grants.js";
 import { initPolicies, loadPolicies } from "./console_policies.js";
 import { loadSessions } from "./console_sessions.js";
@@ -17,7 +18,7 @@ function failed(e) {
   showError(e.message);
 }
 
-const SECTIONS = ["upstreams", "catalogue", "policies", "events", "audit", "sessions", "grants", "analytics"];
+const SECTIONS = ["upstreams", "catalogue", "policies", "events", "audit", "sessions", "grants", "connections", "analytics"];
 
 // One section at a time (the one the address names: #catalogue), so a phone shows it whole.
 function showSection() {
@@ -53,7 +54,7 @@ async function start() {
   }
   shown(true);
   followEvents(() => signOut("Signed out: the token was refused (401)."));
-  for (const load of [loadPolicies, loadAudit, loadSessions, loadGrants, loadAnalytics]) load().catch(failed);
+  for (const load of [loadPolicies, loadAudit, loadSessions, loadGrants, loadConnections, loadAnalytics]) load().catch(failed);
 }
 
 function signOut(message) {
@@ -78,6 +79,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("audit-verify").addEventListener("click", () => verifyAudit().catch(failed));
   $("sessions-refresh").addEventListener("click", () => loadSessions().catch(failed));
   $("grants-refresh").addEventListener("click", () => loadGrants().catch(failed));
+  $("connections-refresh").addEventListener("click", () => loadConnections().catch(failed));
   $("analytics-refresh").addEventListener("click", () => loadAnalytics().catch(failed));
   initCatalogue(failed);
   initPolicies(failed);
