@@ -314,18 +314,29 @@ def api_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
         Route("/api/calls/{id}", _guard(auth, worker, api.get_call), methods=["GET"]),
         Route("/api/calls/{id}/result", _guard(auth, worker, api.post_result), methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
-        *pin_routes(gateway, lambda handler: _guard(auth, approver, handler)),
-        *grant_routes(gateway, lambda handler: _guard(auth, approver, handler)),
-        *session_routes(gateway, lambda handler: _guard(auth, approver, handler)),
-        *analytics_routes(gateway, lambda handler: _guard(auth, approver, handler)),
+        *_area_routes(gateway, auth),
+    ]
+
+
+def _area_routes(gateway: Gateway, auth: Authenticator) -> list[BaseRoute]:
+    """The routes of each area with a module of its own: pins, grants, sessions, analytics,
+    connections, the operator console."""
+    approver: tuple[Role, ...] = ("approver",)
+
+    def approvers(handler: Any) -> Any:
+        return _guard(auth, approver, handler)
+
+    return [
+        *pin_routes(gateway, approvers),
+        *grant_routes(gateway, approvers),
+        *session_routes(gateway, approvers),
+        *analytics_routes(gateway, approvers),
         *connection_routes(
-            gateway,
-            lambda handler: _guard(auth, ("agent", "approver"), handler),
-            lambda handler: _guard(auth, approver, handler),
+            gateway, lambda handler: _guard(auth, ("agent", "approver"), handler), approvers
         ),
         *console_routes(
             gateway,
-            lambda handler: _guard(auth, approver, handler),
+            approvers,
             lambda request: _who(auth, request, *approver),
             lambda request: _refused(auth, request, approver),
         ),
