@@ -310,7 +310,6 @@ class GatewayToolset(AbstractToolset[Any]):
             text = result_text(result)
             out.calls[part.tool_call_id] = ToolFailed(text) if result.is_error else text
 
-
     async def _collect(self, held: dict[str, Any]) -> ToolResult | None:
         """The outcome of a decided held call: its task's, or the call re-issued."""
         if held.get("task_id"):
