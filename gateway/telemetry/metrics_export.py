@@ -9,7 +9,6 @@ are monotonic counters; gauges are gauges. The series are those registered when 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -21,6 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry
 
 from gateway.config.telemetry import TelemetryConfig
+from gateway.telemetry.otlp import otlp_target
 
 __all__ = ["MetricsExport"]
 
@@ -36,26 +36,20 @@ _FRESH_FOR = 0.5
 
 
 def _exporter(config: TelemetryConfig) -> MetricExporter:
-    env = os.environ
-    protocol = (
-        config.protocol
-        or env.get("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
-        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    )
-    headers = {k: v.get_secret_value() for k, v in config.headers.items()} or None
-    if protocol == "grpc":
+    target = otlp_target(config, "metrics")
+    if target.grpc:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
             OTLPMetricExporter as GrpcExporter,
         )
 
         return GrpcExporter(
-            endpoint=config.endpoint, headers=headers, timeout=config.export_timeout
+            endpoint=target.endpoint, headers=target.headers, timeout=target.timeout
         )
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
-    endpoint = config.endpoint.rstrip("/") + "/v1/metrics" if config.endpoint else None
-    return OTLPMetricExporter(endpoint=endpoint, headers=headers, timeout=config.export_timeout)
+    return OTLPMetricExporter(
+        endpoint=target.endpoint, headers=target.headers, timeout=target.timeout
+    )
 
 
 class _Samples:

@@ -34,6 +34,7 @@ from gateway.telemetry.export_warnings import QUIET, WarnOnce
 from gateway.telemetry.faces import RequestSpanMiddleware
 from gateway.telemetry.holds import HeldMarks, HoldSpans
 from gateway.telemetry.metrics_export import MetricsExport
+from gateway.telemetry.otlp import otlp_target
 from gateway.telemetry.requests import RequestSpans
 from gateway.telemetry.scripts import TracedSubCalls
 from gateway.telemetry.steps import StepSpans
@@ -56,26 +57,20 @@ def _sampler(sampling: SamplingConfig | None) -> Sampler | None:
 
 def _exporter(config: TelemetryConfig) -> SpanExporter:
     """OTLP over http/protobuf or gRPC; keys the config leaves out come from ``OTEL_*``."""
-    env = os.environ
-    protocol = (
-        config.protocol
-        or env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    )
-    headers = {k: v.get_secret_value() for k, v in config.headers.items()} or None
-    if protocol == "grpc":
+    target = otlp_target(config, "traces")
+    if target.grpc:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
             OTLPSpanExporter as GrpcExporter,
         )
 
         return GrpcExporter(
-            endpoint=config.endpoint, headers=headers, timeout=config.export_timeout
+            endpoint=target.endpoint, headers=target.headers, timeout=target.timeout
         )
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    endpoint = config.endpoint.rstrip("/") + "/v1/traces" if config.endpoint else None
-    return OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=config.export_timeout)
+    return OTLPSpanExporter(
+        endpoint=target.endpoint, headers=target.headers, timeout=target.timeout
+    )
 
 
 def _endpoint(config: TelemetryConfig, exporter: SpanExporter) -> str:
