@@ -16,8 +16,9 @@ from pathlib import Path
 import httpx2
 import pytest
 from gateway_faces import FACES, Face, open_client
+from held_config_support import held_config
 from mcp.client.session import DEFAULT_CLIENT_INFO
-from support import echo_upstream, serve_asgi, write_config
+from support import serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
@@ -36,24 +37,11 @@ rules:
 """
 
 
-def _config(tmp_path: Path) -> Path:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY, encoding="utf-8")
-    return write_config(
-        tmp_path,
-        [echo_upstream()],
-        policies={"files": [str(policy)]},
-        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-        auth={"approvers": [{"id": "user:alice", "token": ALICE}]},
-        startup_wait=60,
-    )
-
-
 @pytest.mark.parametrize("face", FACES)
 async def test_a_held_calls_context_says_what_why_who_and_what_came_before(
     tmp_path: Path, face: Face
 ) -> None:
-    config = _config(tmp_path)
+    config = held_config(tmp_path, POLICY, ALICE)
     gateway = Gateway.from_config(config)
     session = {"Lockgate-Session": "context-pack-test"}  # a 2026-07-28 client names its session
     async with (

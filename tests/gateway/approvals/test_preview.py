@@ -14,7 +14,8 @@ import anyio
 import httpx2
 import pytest
 from gateway_faces import HTTP_FACES, Face, lockgate, open_client
-from support import echo_upstream, serve_asgi, write_config
+from held_config_support import held_config
+from support import serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
@@ -41,24 +42,11 @@ rules:
 """
 
 
-def _config(tmp_path: Path) -> Path:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY, encoding="utf-8")
-    return write_config(
-        tmp_path,
-        [echo_upstream()],
-        policies={"files": [str(policy)]},
-        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-        auth={"approvers": [{"id": "user:alice", "token": ALICE}]},
-        startup_wait=60,
-    )
-
-
 @pytest.mark.parametrize("face", HTTP_FACES)
 async def test_a_preview_runs_once_under_policy_and_a_denied_one_shows_as_not_run(
     tmp_path: Path, face: Face
 ) -> None:
-    config = _config(tmp_path)
+    config = held_config(tmp_path, POLICY, ALICE)
     gateway = Gateway.from_config(config)
     session = {"Lockgate-Session": "preview-test"}
     async with (
