@@ -173,14 +173,15 @@ class HeldCalls:
     async def _wait(self, call: PendingCall, ctx: CallContext, hold: float) -> PendingCall:
         store, deadline, step = self.service.store, anyio.current_time() + hold, 0
         try:
-            while (remaining := deadline - anyio.current_time()) > 0:
-                wait = min(remaining, self.progress_interval) if ctx.progress else remaining
-                call = await store.wait(call.id, wait, while_in={call.state})
-                if call.state not in _WAITING:
-                    return call
-                if ctx.progress is not None:
-                    step += 1
-                    await ctx.progress(step, None, f"awaiting approval {call.id}")
+            with self.service.closing.released_on_close():  # a stopping gateway answers now
+                while (remaining := deadline - anyio.current_time()) > 0:
+                    wait = min(remaining, self.progress_interval) if ctx.progress else remaining
+                    call = await store.wait(call.id, wait, while_in={call.state})
+                    if call.state not in _WAITING:
+                        return call
+                    if ctx.progress is not None:
+                        step += 1
+                        await ctx.progress(step, None, f"awaiting approval {call.id}")
         except anyio.get_cancelled_exc_class():
             if call.state == "pending" and not self.service.closing:
                 with (

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.approvals.asked import Asked
+from gateway.approvals.closing import Closing
 from gateway.approvals.deciding import Decisions
 from gateway.approvals.editing import EditCheck, SessionLoader
 from gateway.approvals.grant_store import GrantStore
@@ -59,8 +60,9 @@ class ApprovalService:
         self.store = store
         self.policy = policy
         self.record = record
-        self.closing = False
-        """Set when the gateway stops: a held call whose wait is cancelled then stays pending."""
+        self.closing = Closing()
+        """Closed when the gateway stops: held waits are released, and their calls stay
+        pending."""
         self.tools = KnownTools(catalogue, quarantine)
         self.grants = Grants(grant_store, store, record, clock=store.now)
         self.openings = Openings(store, record, max_pending=max_pending)

@@ -49,7 +49,7 @@ class GatewayRuntime:
 
     def closing(self) -> None:
         """Mark the gateway as shutting down: held calls interrupted now stay pending."""
-        self._parts.approvals.closing = True
+        self._parts.approvals.closing.close()
 
     async def __aenter__(self) -> Self:
         if self._stack is not None:

@@ -146,3 +146,39 @@ async def _reissue_all(
 
 async def _again(client: Client, value: str, again: dict[str, CallToolResult]) -> None:
     again[value] = await client.call_tool(BRIEF, {"value": value})
+
+
+async def test_stopping_the_gateway_answers_held_calls_pending_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """SIGINT while calls are held open (rule hold 10 s): each caller is answered "pending" at
+    once, not cut by the server's shutdown timeout; the calls stay pending for the restart."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    config = e2e_config(tmp_path, log=tmp_path / "executions.jsonl", port=port)
+    stderr = tmp_path / "lockgate.stderr"
+    answers: dict[str, CallToolResult] = {}
+    values = {mode: marker(f"stop-{mode}") for mode in MODES}
+
+    async def held(mode: str) -> None:
+        async with agent_client(f"{base}/mcp", mode) as client:
+            answers[mode] = await client.call_tool("recorder__record", {"value": values[mode]})
+
+    async with lockgate_serve(config, base, stderr) as gateway, api_client(base) as api:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for mode in MODES:
+                    tg.start_soon(held, mode)
+                while len((await api.get("/api/approvals")).json()["items"]) < len(MODES):
+                    await anyio.sleep(0.05)  # polling the other process: its own answer
+                gateway.send_signal(signal.SIGINT)
+            assert await gateway.wait() == 130  # interrupted, as the CLI says on SIGINT
+        ids = {mode: pending_meta(answers[mode])["id"] for mode in MODES}
+    async with lockgate_serve(config, base, stderr), api_client(base) as api:
+        kept = [(await api.get(f"/api/approvals/{ids[mode]}")).json()["state"] for mode in MODES]
+
+    logged = stderr.read_text(encoding="utf-8")
+    assert "Traceback" not in logged
+    assert "Exception in ASGI application" not in logged
+    assert all(pending_meta(answers[mode])["state"] == "pending" for mode in MODES)
+    assert kept == ["pending"] * len(MODES)
