@@ -35,6 +35,7 @@ AUDITED: Final = (
     "resource.denied",
     "prompt.get",
     "prompt.denied",
+    "task.*",
     "lockgate.gap",
     "session.labels_cleared",
 )
