@@ -12,12 +12,15 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from gateway.telemetry import attributes as attr
 from gateway.telemetry.current import call_span
-from gateway.telemetry.propagation import carrier_of
+from gateway.telemetry.propagation import LazyCarrier
 from toolsets.context import CallContext
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
 __all__ = ["SCRIPT_SPAN", "UPSTREAM_STEP", "StepSpans"]
+
+_DECIDED_BY: Final = frozenset({"approval", "upstream"})
+"""The steps at which the call's decision is written onto its server span."""
 
 SCRIPT_SPAN: Final = "lockgate.script"
 """A script tool's run (its upstream step), named ``lockgate.script {tool}``."""
@@ -30,7 +33,7 @@ class _Open:
 
     def __init__(self, span: Span) -> None:
         self.span = span
-        self.carrier: Mapping[str, str] = carrier_of(span)
+        self.carrier: Mapping[str, str] = LazyCarrier(span)
 
     def finish(self, result: ToolResult) -> None:
         if result.is_error:
@@ -63,7 +66,8 @@ class StepSpans:
 
     @contextmanager
     def step(self, step: str, name: str, tool: ToolDef, ctx: CallContext) -> Iterator[_Open]:
-        _decided(ctx)
+        if step in _DECIDED_BY:  # the decision is final there (inspection may escalate it)
+            _decided(ctx)
         if step == UPSTREAM_STEP and tool.server in self.scripts:
             span_name, kind = f"{SCRIPT_SPAN} {name}", SpanKind.INTERNAL
             attributes = {attr.STEP: "script", attr.TOOL_NAME: name, attr.SERVER: tool.server}
