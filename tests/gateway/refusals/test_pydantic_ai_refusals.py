@@ -57,3 +57,30 @@ async def test_the_model_reads_the_sentence_and_the_host_reads_the_refusal_kind(
     assert metadata["c1"]["lockgate/refusal"]["unblock"] == {"action": "reissue"}
     assert "lockgate/refusal" not in metadata["c2"]
     assert metadata["c2"]["lockgate/error"]["kind"] == "upstream_unavailable"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_the_host_reads_a_rate_limit_as_its_kind_with_when_to_retry(
+    served: Served, backend: str
+) -> None:
+    # (a locked session gate hides its tool from the listing the agent chooses from, so a
+    # pydantic-ai agent never calls one: the SDK tests cover that refusal)
+    model = scripted(
+        ("recorder__record_brief", {"value": "one"}),  # once per session: one of the two
+        ("recorder__record_brief", {"value": "two"}),  # is limited, whichever comes second
+    )
+    async with toolset(served, backend) as tools:
+        with anyio.fail_after(60):
+            run = await Agent(model, toolsets=[tools]).run("go")
+
+    said = lines_by_call(run.output)
+    refusals = {
+        r.tool_call_id: (r.metadata or {}).get("lockgate/refusal", {})
+        for r in tool_returns(run.all_messages())
+    }
+    limited = [c for c in ("c0", "c1") if refusals[c]]
+    assert len(limited) == 1
+    (call,) = limited
+    assert (refusals[call]["kind"], refusals[call]["retryAfter"]) == ("rate_limited", 3600)
+    assert refusals[call]["unblock"] == {"action": "retry_after"}
+    assert said[call].startswith("failed: ")
