@@ -34,7 +34,8 @@ async def _exports(client: Client, receiver: OTLPReceiver, count: int) -> None:
     wanted = receiver.requests + count
     while receiver.requests < wanted:
         await _echo(client)
-        await receiver.wait_for_requests(receiver.requests + 1)
+        # the exporter backs off between retries while the collector refuses: real headroom
+        await receiver.wait_for_requests(receiver.requests + 1, timeout=60)
 
 
 async def test_each_outage_is_warned_about_once_and_its_end_once(
@@ -52,7 +53,7 @@ async def test_each_outage_is_warned_about_once_and_its_end_once(
                 await _exports(client, receiver, 3)
                 first = _ours(caplog, logging.WARNING)
                 receiver.status = 200  # back
-                await receiver.wait_for_span(lambda s: True)
+                await receiver.wait_for_span(lambda s: True, timeout=60)
                 await _exports(client, receiver, 2)
                 back = _ours(caplog, logging.INFO)
                 receiver.status = 503  # down again
