@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,10 @@ def _issues(path: Path) -> list[tuple[int | None, str, str]]:
     return [(issue.line, issue.key, issue.message) for issue in caught.value.issues]
 
 
-@pytest.mark.skipif(PRESIDIO, reason="presidio-analyzer is installed here")
-def test_a_presidio_inspector_without_the_extra_names_the_install_command(tmp_path: Path) -> None:
+def test_a_presidio_inspector_without_the_extra_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "presidio_analyzer", None)  # as if not installed
     config, _ = recorder_config(tmp_path, {"ner": {"type": "presidio"}})
     ((_, key, message),) = _issues(config)
     assert key == "inspectors.ner"
