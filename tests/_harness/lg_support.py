@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -14,6 +15,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from paths import TESTS
+from support import echo_upstream, write_config
 
 from toolsets.context import Principal
 
@@ -69,3 +71,24 @@ async def rest(
     headers = {"Authorization": f"Bearer {OPS_TOKEN}"}
     async with httpx2.AsyncClient(base_url=base, timeout=30) as http:
         return await http.request(method, f"/api{path}", json=body, params=params, headers=headers)
+
+
+def graph_config_at(directory: Path, policy: Path) -> Path:
+    """The suite's gateway config in ``directory`` with ``policy``: the echo upstream, the
+    ``local`` Python tools, SQLite approvals, the agents' tokens and the ``ops`` approver."""
+    local = {
+        "name": "local",
+        "transport": "python",
+        "functions": ["graph_tools:transfer", "graph_tools:ship"],
+    }
+    auth = {
+        "agents": [{"id": agent_of(b).id, "token": t} for b, t in AGENT_TOKENS.items()],
+        "approvers": [{"id": OPS.id, "token": OPS_TOKEN, "roles": ["ops"]}],
+    }
+    return write_config(
+        directory,
+        [echo_upstream("echo"), local],
+        policies={"files": [str(policy)]},
+        approvals={"store": "sqlite", "path": str(directory / "pending.db")},
+        auth=auth,
+    )

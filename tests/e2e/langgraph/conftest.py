@@ -12,8 +12,8 @@ from pathlib import Path
 
 import graph_tools
 import pytest
-from lg_support import AGENT_TOKENS, OPS, OPS_TOKEN, POLICY, agent_of
-from support import echo_upstream, serve_asgi, write_config
+from lg_support import POLICY, graph_config_at
+from support import serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
@@ -21,22 +21,7 @@ from gateway.http.app import build_app
 
 @pytest.fixture
 def graph_config(tmp_path: Path) -> Path:
-    local = {
-        "name": "local",
-        "transport": "python",
-        "functions": ["graph_tools:transfer", "graph_tools:ship"],
-    }
-    auth = {
-        "agents": [{"id": agent_of(b).id, "token": t} for b, t in AGENT_TOKENS.items()],
-        "approvers": [{"id": OPS.id, "token": OPS_TOKEN, "roles": ["ops"]}],
-    }
-    return write_config(
-        tmp_path,
-        [echo_upstream("echo"), local],
-        policies={"files": [str(POLICY)]},
-        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-        auth=auth,
-    )
+    return graph_config_at(tmp_path, POLICY)
 
 
 @pytest.fixture

@@ -29,10 +29,10 @@ from lg_support import (
     OPS_TOKEN,
     THREAD,
     agent_of,
+    graph_config_at,
     interrupt_of,
     rest,
 )
-from support import echo_upstream, write_config
 
 import lockgate
 from gateway.adapters.langchain import GatewayToolkit
@@ -130,22 +130,7 @@ def graph_config(tmp_path: Path) -> Path:
     """The suite's gateway (conftest.py), with this module's policy."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY, encoding="utf-8")
-    local = {
-        "name": "local",
-        "transport": "python",
-        "functions": ["graph_tools:transfer", "graph_tools:ship"],
-    }
-    auth = {
-        "agents": [{"id": agent_of(b).id, "token": t} for b, t in AGENT_TOKENS.items()],
-        "approvers": [{"id": OPS.id, "token": OPS_TOKEN, "roles": ["ops"]}],
-    }
-    return write_config(
-        tmp_path,
-        [echo_upstream("echo"), local],
-        policies={"files": [str(policy)]},
-        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-        auth=auth,
-    )
+    return graph_config_at(tmp_path, policy)
 
 
 @pytest.fixture(params=BACKENDS)
