@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from gateway.config.credentials import vault_key_problem
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig
@@ -24,6 +26,8 @@ def _server_problem(server: ServerConfig) -> tuple[str, str] | None:
         return None
     if server.transport in ("python", "script"):
         return "mode", f"a {server.transport} server has no upstream credentials: use shared"
+    if credentials.mode == "oauth":
+        return _oauth_problem(server)
     if server.transport == "stdio":
         if credentials.env is None:
             return "env", "a stdio server in secret mode needs 'env' (the variable to set)"
@@ -37,17 +41,36 @@ def _server_problem(server: ServerConfig) -> tuple[str, str] | None:
     return None
 
 
+def _oauth_problem(server: ServerConfig) -> tuple[str, str] | None:
+    """(key, problem) of one server's oauth mode, or None."""
+    credentials = server.credentials
+    if server.transport == "stdio":
+        return "mode", "a stdio server has no OAuth: use secret (env) or shared"
+    for key in ("header", "env"):
+        if getattr(credentials, key) is not None:
+            return key, f"oauth mode sends the access token itself: remove {key!r}"
+    client = credentials.client
+    if client is not None and client.secret is not None:
+        name = client.secret.removeprefix("env:")
+        if not os.environ.get(name):
+            return "client.secret", f"environment variable {name} (the client secret) is not set"
+    return None
+
+
 def check_credentials(config: GatewayConfig, located: Located) -> list[ConfigIssue]:
     """Every problem of the credentials and vault sections, each at its key."""
     issues: list[ConfigIssue] = []
     for index, server in enumerate(config.servers):
         if (found := _server_problem(server)) is not None:
             key, problem = found
-            issues.append(located.issue(("servers", index, "credentials", key), problem))
+            at: tuple[int | str, ...] = ("servers", index, "credentials", *key.split("."))
+            issues.append(located.issue(at, problem))
     vault = config.vault
     if vault is None:
         if uses_vault(config):
-            needed = "a server in secret mode needs vault.key (env:NAME, 32 bytes base64)"
+            needed = (
+                "a server with per-caller credentials needs vault.key (env:NAME, 32 bytes base64)"
+            )
             issues.append(located.issue(("vault",), needed))
         return issues
     if (bad := vault_key_problem(vault.key)) is not None:

@@ -3,8 +3,10 @@
 ``mode: shared`` (the default) is today's one set of ``headers``/``env`` for everyone. ``mode:
 secret`` injects a per-principal secret, kept in the encrypted vault, as an HTTP header
 (``header``, its ``value`` template) or a stdio server's environment variable (``env``), over one
-upstream connection per (server, principal). ``oauth`` and ``token_exchange`` are not built yet:
-they are refused by name, so nobody believes they work.
+upstream connection per (server, principal). ``mode: oauth`` has each principal connect their own
+account with the MCP authorization flow (`OAuthSettings`: scopes, a pre-registered ``client`` or a
+Client ID Metadata Document URL, else dynamic registration); the tokens live in the vault.
+``token_exchange`` is not built yet: it is refused by name, so nobody believes it works.
 """
 
 from __future__ import annotations
@@ -22,24 +24,69 @@ __all__ = [
     "KEY_FORM",
     "NOT_YET",
     "CredentialsConfig",
+    "OAuthClientConfig",
     "VaultConfig",
     "vault_key_problem",
 ]
 
-NOT_YET: Final = frozenset({"oauth", "token_exchange"})
+NOT_YET: Final = frozenset({"token_exchange"})
 KEY_FORM: Final = "32 random bytes in base64, e.g. `openssl rand -base64 32`"
+
+
+class OAuthClientConfig(Strict):
+    """A client registered beforehand at the upstream's authorization server
+    (``credentials.client``)."""
+
+    id: str = Field(min_length=1, description="The client_id the authorization server issued.")
+    secret: str | None = Field(
+        None,
+        pattern=r"^env:[A-Za-z_][A-Za-z0-9_]*$",
+        description="env:NAME: the variable holding the client secret (none: a public client).",
+    )
+    auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = Field(
+        None,
+        description=(
+            "How the client authenticates at the token endpoint (default: client_secret_basic "
+            "with a secret, none without)."
+        ),
+    )
 
 
 class CredentialsConfig(Strict):
     """How the gateway authenticates to one upstream (``servers[].credentials``)."""
 
-    mode: Literal["shared", "secret"] = Field(
+    mode: Literal["shared", "secret", "oauth"] = Field(
         "shared",
         description=(
             "shared: the server's headers/env for every caller; secret: each principal's own "
-            "secret from the vault, one connection per principal (oauth, token_exchange: not "
-            "yet supported)."
+            "secret from the vault; oauth: each principal connects their own account (MCP "
+            "authorization, tokens in the vault); one connection per principal for both "
+            "(token_exchange: not yet supported)."
         ),
+    )
+    scopes: list[str] = Field(
+        default_factory=list,
+        description=(
+            "oauth: the scopes asked for (default: those the upstream's metadata advertises)."
+        ),
+    )
+    client: OAuthClientConfig | None = Field(
+        None,
+        description="oauth: a pre-registered client (default: dynamic registration, RFC 7591).",
+    )
+    client_metadata_url: str | None = Field(
+        None,
+        pattern=r"^https://[^/?#]+/[^?#]+$",
+        description=(
+            "oauth: the https URL of the gateway's Client ID Metadata Document, used as its "
+            "client_id where the authorization server supports it (tried first)."
+        ),
+    )
+    client_name: str = Field(
+        "lockgate", min_length=1, description="oauth: the client name shown on consent pages."
+    )
+    connect_timeout: float = Field(
+        600.0, gt=0, description="oauth: seconds a started connect stays open for its callback."
     )
     header: str | None = Field(
         None,
@@ -62,12 +109,21 @@ class CredentialsConfig(Strict):
         100, gt=0, description="Connections (stdio: processes) open at once to this server."
     )
 
+    @field_validator("scopes")
+    @classmethod
+    def _scope_tokens(cls, value: list[str]) -> list[str]:
+        for scope in value:
+            if not scope or any(c.isspace() or c in '"\\' for c in scope):
+                raise ValueError(f"{scope!r} is not a scope (one token, no spaces or quotes)")
+        return value
+
     @field_validator("mode", mode="before")
     @classmethod
     def _not_yet(cls, value: Any) -> Any:
         if value in NOT_YET:
             raise ValueError(
-                f"credentials mode {value!r} is not yet supported (available: shared, secret)"
+                f"credentials mode {value!r} is not yet supported (available: shared, secret, "
+                "oauth)"
             )
         return value
 

@@ -1,5 +1,5 @@
 """The config of per-caller credentials: every mistake is named by file, line and key, and
-the modes not built yet (oauth, token_exchange) are refused by name rather than ignored."""
+the modes not built yet (token_exchange) are refused by name rather than ignored."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _issues(config: Path) -> list[tuple[int | None, str, str]]:
     return [(i.line, i.key, i.message) for i in raised.value.issues]
 
 
-@pytest.mark.parametrize("mode", ["oauth", "token_exchange"])
+@pytest.mark.parametrize("mode", ["token_exchange"])
 def test_a_mode_not_built_yet_is_refused_by_name(tmp_path: Path, mode: str) -> None:
     server = {**WEB, "credentials": {"mode": mode}}
     with vault_keys():
