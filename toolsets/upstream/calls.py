@@ -86,6 +86,7 @@ class UpstreamCalls:
                 if ctx.task is not None and (
                     self._tasks.modern or task_support(tool) != "forbidden"
                 ):
+                    ctx.task.call_id, ctx.task.decision = ctx.call_id, ctx.decision
                     return await self._tasks.create(tool, args, ctx.task)
                 if pipe is not None and progress is None and not self._requests.streams(ctx):
                     call = DirectCall(pipe, tool.upstream_name, args, meta)

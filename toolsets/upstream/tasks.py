@@ -23,6 +23,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict
 
 from toolsets._sdk_compat import unchecked_request
+from toolsets.decision import Decision
 from toolsets.errors import UpstreamError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
@@ -119,13 +120,26 @@ class TaskAsk:
     (of the tool's definition as the server listed it then); nothing is set when no upstream
     created a task (a denied call, a tool without task support). The approval gate sets `held`
     when it answers a held call as a task; the face sets `reissue` (the same call again, without
-    a task: how the approved call is claimed and run).
+    a task: how the approved call is claimed and run). The upstream call also notes the call's
+    `call_id` and policy `decision` (the task's result events carry them).
     """
 
-    __slots__ = ("created", "held", "pin", "reissue", "server", "ttl_ms", "upstream_tool")
+    __slots__ = (
+        "call_id",
+        "created",
+        "decision",
+        "held",
+        "pin",
+        "reissue",
+        "server",
+        "ttl_ms",
+        "upstream_tool",
+    )
 
     def __init__(self, ttl_ms: int | None = None) -> None:
         self.ttl_ms = ttl_ms
+        self.call_id: str | None = None
+        self.decision: Decision | None = None
         self.created: UpstreamTask | None = None
         self.server: str | None = None
         self.upstream_tool: str | None = None
