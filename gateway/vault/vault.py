@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 
 from gateway.events.model import Event
@@ -47,18 +47,23 @@ class Vault:
         self.record = record
         self.listeners: list[Listener] = []
 
-    async def set(self, server: str, principal: str, secret: str) -> Connection:
-        """Store ``principal``'s secret for ``server`` (replacing one set before).
+    async def set(
+        self,
+        server: str,
+        principal: str,
+        secret: str,
+        *,
+        mode: str = "secret",
+        details: Mapping[str, object] | None = None,
+    ) -> Connection:
+        """Store ``principal``'s secret for ``server`` (replacing one set before); ``mode`` and
+        ``details`` (never a secret: scopes, expiry) go into the ``credential.connected`` event.
 
         Raises:
             VaultError: the secret is empty, too long, or has a line break or NUL (it must be
                 usable as a header value and an environment variable).
         """
-        if not secret or len(secret) > MAX_SECRET or any(c in secret for c in "\n\r\0"):
-            raise VaultError(
-                f"a secret must be 1 to {MAX_SECRET} characters on one line, without NUL (the "
-                "value itself is not repeated here)"
-            )
+        _check(secret)
         now = time.time()
         before = await self.store.get(server, principal)
         if before is None:
@@ -68,11 +73,31 @@ class Vault:
             )
         else:
             connection = replace(before.connection, updated_at=now)
-        key, sealed = self.keyring.seal(secret, server=server, principal=principal)
-        await self.store.put(SealedRecord(connection=connection, key_id=key, sealed=sealed))
-        await self.record(Event(type="credential.connected", data=_data(connection, "secret")))
+        await self._put(connection, secret)
+        data = {**_data(connection, mode), **(details or {})}
+        await self.record(Event(type="credential.connected", data=data))
         await self._tell(server, principal)
         return connection
+
+    async def update(self, server: str, principal: str, secret: str) -> Connection | None:
+        """Seal ``secret`` in place of ``principal``'s existing one for ``server`` (a refreshed
+        token): the same connection, no event, no listener told; None when there is none.
+
+        Raises:
+            VaultError: as `set`.
+        """
+        _check(secret)
+        before = await self.store.get(server, principal)
+        if before is None:
+            return None
+        connection = replace(before.connection, updated_at=time.time())
+        await self._put(connection, secret)
+        return connection
+
+    async def _put(self, connection: Connection, secret: str) -> None:
+        c = connection
+        key, sealed = self.keyring.seal(secret, server=c.server, principal=c.principal)
+        await self.store.put(SealedRecord(connection=connection, key_id=key, sealed=sealed))
 
     async def _tell(self, server: str, principal: str) -> None:
         for listener in self.listeners:
@@ -95,12 +120,14 @@ class Vault:
             found.key_id, found.sealed, server=c.server, principal=c.principal, connection_id=c.id
         )
 
-    async def revoke(self, server: str, principal: str, *, by: str) -> Connection | None:
+    async def revoke(
+        self, server: str, principal: str, *, by: str, mode: str = "secret"
+    ) -> Connection | None:
         """Forget ``principal``'s secret for ``server``; the connection it had, or None."""
         found = await self.store.get(server, principal)
         if found is None or not await self.store.delete(server, principal):
             return None
-        data = {**_data(found.connection, "secret"), "by": by}
+        data = {**_data(found.connection, mode), "by": by}
         await self.record(Event(type="credential.revoked", data=data))
         await self._tell(server, principal)
         return found.connection
@@ -128,6 +155,14 @@ class Vault:
 
     async def close(self) -> None:
         await self.store.close()
+
+
+def _check(secret: str) -> None:
+    if not secret or len(secret) > MAX_SECRET or any(c in secret for c in "\n\r\0"):
+        raise VaultError(
+            f"a secret must be 1 to {MAX_SECRET} characters on one line, without NUL (the "
+            "value itself is not repeated here)"
+        )
 
 
 def _data(connection: Connection, mode: str) -> dict[str, object]:
