@@ -13,6 +13,9 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
+from mcp.client.extension import ClientExtension, advertise
+from mcp.server.apps import APP_MIME_TYPE
+from mcp.server.apps import EXTENSION_ID as APPS_EXTENSION
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.upstream.catalogue import UpstreamCatalogue, listens
@@ -29,6 +32,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("lockgate.upstream")
+APPS: ClientExtension = advertise(APPS_EXTENSION, {"mimeTypes": [APP_MIME_TYPE]})
+"""MCP Apps declared to every upstream (both eras): the gateway passes a tool's ``ui://`` link
+and UI resources through (`toolsets.resource_uris`), so a server that lists UI tools only to a
+host that can show them lists them to the gateway's clients."""
 UpstreamStatus = Literal["connecting", "up", "down", "reconnecting", "stopped"]
 ClientTarget = Any
 """Whatever `mcp.Client` accepts: a `Transport`, `StdioServerParameters`, a URL or a `Server`."""
@@ -164,6 +171,7 @@ class UpstreamConnection:
                 transport,
                 mode=self.mode,
                 message_handler=self._on_message,
+                extensions=[APPS],
                 **self._requests.callbacks(),
             ) as client:
                 self.protocol_version = client.protocol_version
