@@ -114,6 +114,15 @@ class Vault:
             return None
         return self._open(found)
 
+    async def entry(self, server: str, principal: str) -> tuple[Connection, str] | None:
+        """``principal``'s connection to ``server`` and its secret in clear, or None.
+
+        Raises:
+            VaultError: as `secret`.
+        """
+        found = await self.store.get(server, principal)
+        return None if found is None else (found.connection, self._open(found))
+
     def _open(self, found: SealedRecord) -> str:
         c = found.connection
         return self.keyring.open(
