@@ -102,29 +102,46 @@ def _gates(
     return found
 
 
+async def _states(gateway: Gateway, tenant: str | None) -> list[tuple[str, SessionState]]:
+    """The sessions of ``tenant``, most recent first: those held in this replica's memory, then
+    (where replicas share the store) those every replica saved last."""
+    book = gateway.parts.sessions
+    mine = {
+        key: state
+        for key, state in reversed(book.loaded())
+        if state.tenant == tenant and state.id != CONSOLE_SESSION
+    }
+    shared = await book.store.recent(tenant, MAX_SESSIONS_SHOWN)
+    if shared is None:
+        return list(mine.items())[:MAX_SESSIONS_SHOWN]
+    stored = {key: SessionState.from_json(state) for key, state in shared if key not in mine}
+    return [*mine.items(), *stored.items()][:MAX_SESSIONS_SHOWN]
+
+
+def _row(key: str, state: SessionState) -> dict[str, Any]:
+    # The key is "principal:session"; a session without an id has the key as its id.
+    principal_id = key[:-1] if state.id == key else key[: -len(state.id) - 1]
+    return {
+        "key": key,
+        "principal": principal_id,
+        "session": state.id,
+        "calls": state.calls,
+        "groups": sorted(state.groups),
+        "labels": sorted(state.labels),
+        "history": [dict(entry) for entry in state.history][-5:],
+    }
+
+
 async def session_rows(gateway: Gateway, tenant: str | None) -> list[dict[str, Any]]:
-    """The sessions of ``tenant`` held in memory now, most recent first: caller, session id,
-    calls, loaded groups, labels, the gates of every upstream tool, and the last calls."""
+    """The sessions of ``tenant``, most recent first (this replica's, then with PostgreSQL every
+    replica's): caller, session id, calls, loaded groups, labels, the gates of every upstream
+    tool, and the last calls."""
     engine = gateway.policy.current
     catalogue = await gateway.parts.combined.get_tools(CallContext())
     tools = [catalogue[name] for name in sorted(catalogue)]
     rows: list[dict[str, Any]] = []
-    for key, state in reversed(gateway.parts.sessions.loaded()):
-        if state.tenant != tenant or state.id == CONSOLE_SESSION or len(rows) >= MAX_SESSIONS_SHOWN:
-            continue
-        # The key is "principal:session"; a session without an id has the key as its id.
-        principal_id = key[:-1] if state.id == key else key[: -len(state.id) - 1]
-        principal = Principal(id=principal_id, tenant=tenant)
-        rows.append(
-            {
-                "key": key,
-                "principal": principal_id,
-                "session": state.id,
-                "calls": state.calls,
-                "groups": sorted(state.groups),
-                "labels": sorted(state.labels),
-                "gates": _gates(engine, principal, state, tools),
-                "history": [dict(entry) for entry in state.history][-5:],
-            }
-        )
+    for key, state in await _states(gateway, tenant):
+        row = _row(key, state)
+        principal = Principal(id=row["principal"], tenant=tenant)
+        rows.append({**row, "gates": _gates(engine, principal, state, tools)})
     return rows

@@ -127,6 +127,10 @@ class PostgresAuditLog:
 
         return await self._database.run(work)
 
+    async def verify(self) -> VerifyReport:
+        """The shared chain recomputed (`verify_database`)."""
+        return await verify_database(self._database)
+
 
 async def _append_chained(
     conn: Conn, rows: Sequence[dict[str, Any]], durable: bool

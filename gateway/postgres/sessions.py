@@ -37,6 +37,8 @@ _CAS_MANY: Final = """WITH given AS (
         ON CONFLICT (key) DO NOTHING RETURNING key, version)
     SELECT key, version FROM updated UNION ALL SELECT key, version FROM created"""
 """`save_if` for many states in one statement."""
+_RECENT: Final = """SELECT key, state FROM sessions WHERE (state->>'tenant') IS NOT DISTINCT FROM $1
+    ORDER BY updated_at DESC LIMIT $2"""
 
 
 def _text(state: Mapping[str, Any]) -> str:
@@ -120,6 +122,15 @@ class PostgresSessionStore(SessionStore):
                 await conn.executemany(_UPSERT, rows)
 
         await self.database.run(save)
+
+    async def recent(self, tenant: str | None, limit: int) -> list[tuple[str, dict[str, Any]]]:
+        """The ``limit`` states of ``tenant`` saved last, by every replica (newest first)."""
+
+        async def read(conn: Conn) -> list[tuple[str, dict[str, Any]]]:
+            rows = await conn.fetch(_RECENT, tenant, limit)
+            return [(str(row[0]), state) for row in rows if (state := _state(row[1])) is not None]
+
+        return await self.database.run(read)
 
     async def close(self) -> None:
         """Nothing: the pool belongs to the pending store."""

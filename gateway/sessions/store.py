@@ -26,6 +26,13 @@ class SessionStore(ABC):
     async def save_many(self, states: Mapping[str, Mapping[str, Any]]) -> None:
         """Insert or replace these states, in one transaction; durable when it returns."""
 
+    async def recent(
+        self, tenant: str | None, limit: int
+    ) -> list[tuple[str, dict[str, Any]]] | None:
+        """The most recently saved states of ``tenant`` (key and state, newest first), where
+        several replicas share the store; None where one process's book is the whole answer."""
+        return None
+
     @abstractmethod
     async def close(self) -> None:
         """Release the backend."""

@@ -1,4 +1,4 @@
-// Sessions held in memory: caller, calls, loaded groups, labels, gates, last calls.
+// Sessions (every replica's with PostgreSQL): caller, calls, loaded groups, labels, gates, last calls.
 import { api } from "./api.js";
 import { fill, row } from "./console_dom.js";
 
