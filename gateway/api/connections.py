@@ -24,6 +24,7 @@ from gateway.gateway import Gateway
 from gateway.vault import Vault
 from gateway.vault.vault import MAX_SECRET
 from toolsets.context import Principal
+from toolsets.upstream.per_principal import TENANT_SEPARATOR, principal_key
 
 __all__ = ["SecretBody", "connection_routes"]
 
@@ -63,11 +64,13 @@ class _Connections:
     async def put(self, request: Request, who: Principal) -> Response:
         server = self._server(request)
         body = SecretBody.model_validate(await read_json(request))
-        connection = await self._vault().set(server, who.id, body.secret)
+        connection = await self._vault().set(server, principal_key(who), body.secret)
         return JSONResponse(connection.to_json())
 
     async def mine(self, request: Request, who: Principal) -> Response:
-        found = await self._vault().connections(who.id) if self.vault is not None else []
+        found = (
+            await self._vault().connections(principal_key(who)) if self.vault is not None else []
+        )
         return JSONResponse({"items": [c.to_json() for c in found]})
 
     async def everyone(self, request: Request, who: Principal) -> Response:
@@ -77,16 +80,16 @@ class _Connections:
 
     async def delete(self, request: Request, who: Principal) -> Response:
         server = self._server(request)
-        gone = await self._vault().revoke(server, who.id, by=who.id)
+        gone = await self._vault().revoke(server, principal_key(who), by=who.id)
         if gone is None:
             raise BadRequest(f"you have no connection to {server!r}", 404)
         return JSONResponse({**gone.to_json(), "revoked": True})
 
 
 def _tenant_of(principal: str, who: Principal) -> bool:
-    """Tenants are not recorded with a connection: an approver of a tenant sees only their
-    own, as the safe answer."""
-    return principal == who.id
+    """A connection's principal is keyed with its tenant (`principal_key`): an approver of a
+    tenant sees that tenant's connections only."""
+    return principal.startswith(f"{who.tenant}{TENANT_SEPARATOR}")
 
 
 def connection_routes(gateway: Gateway, callers: Guard, approvers: Guard) -> list[BaseRoute]:

@@ -31,6 +31,7 @@ class CallTree:
 
     principal: str
     max_sub_calls: int
+    tenant: str | None = None
     runs: int = 0
     sub_calls: int = 0
 
@@ -49,12 +50,13 @@ class RunSlots:
     def __init__(self, config: SandboxConfig) -> None:
         self._config = config
         self._running = 0
-        self._by_principal: Counter[str] = Counter()
+        self._by_principal: Counter[tuple[str | None, str]] = Counter()
+        """Runs by (tenant, principal): the same id in two tenants is two principals."""
         self._freed = anyio.Event()
 
-    def tree(self, principal: str) -> CallTree:
-        """A new top-level call's tree of runs, made by ``principal``."""
-        return CallTree(principal, self._config.sub_calls_per_call)
+    def tree(self, principal: str, tenant: str | None = None) -> CallTree:
+        """A new top-level call's tree of runs, made by ``principal`` of ``tenant``."""
+        return CallTree(principal, self._config.sub_calls_per_call, tenant)
 
     @asynccontextmanager
     async def slot(self, name: str, tree: CallTree, *, nested: bool) -> AsyncIterator[None]:
@@ -78,15 +80,16 @@ class RunSlots:
                 message = f"{name} was refused: {refusal}; none was free in {waited}"
                 raise ScriptFailed(message, limit="sandbox")
         self._running += 1
-        self._by_principal[tree.principal] += 1
+        who = (tree.tenant, tree.principal)
+        self._by_principal[who] += 1
         tree.runs += 1
         try:
             yield
         finally:
             self._running -= 1
-            self._by_principal[tree.principal] -= 1
-            if not self._by_principal[tree.principal]:
-                del self._by_principal[tree.principal]
+            self._by_principal[who] -= 1
+            if not self._by_principal[who]:
+                del self._by_principal[who]
             tree.runs -= 1
             self._freed.set()
             self._freed = anyio.Event()
@@ -99,7 +102,7 @@ class RunSlots:
                 f"one call runs at most {config.runs_per_call} scripts and hooks at once "
                 "(sandbox.runs_per_call)"
             )
-        if self._by_principal[tree.principal] >= config.runs_per_principal:
+        if self._by_principal[tree.tenant, tree.principal] >= config.runs_per_principal:
             return (
                 f"principal {tree.principal!r} runs at most {config.runs_per_principal} "
                 "scripts and hooks at once (sandbox.runs_per_principal)"

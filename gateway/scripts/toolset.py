@@ -93,7 +93,8 @@ class ScriptHost:
         if parent is not None and parent.depth >= MAX_DEPTH:
             message = f"{name}: scripts calling scripts nest at most {MAX_DEPTH} deep"
             raise ScriptFailed(message, limit="nesting")
-        tree = parent.tree if parent is not None else self.slots.tree(ctx.principal.id)
+        who = ctx.principal
+        tree = parent.tree if parent is not None else self.slots.tree(who.id, who.tenant)
         run = Run(name, ctx, self.calls.call_tool, self.sessions, limits.sub_calls, tree)
         used = host_modules_used(f"{source.text}\n{expression}")
         calls_tools = "tools" in used or "async_tools" in used

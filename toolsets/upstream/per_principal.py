@@ -6,8 +6,9 @@ principal's secret, opened on first use (or when the secret is set: `warm`), clo
 ``idle_timeout`` seconds unused, and at most ``max_connections`` at once. A stdio server is one
 process per principal. The catalogue served is the one listed by the latest connection to come
 up (the same for every caller, as the chain above expects); before any principal has connected
-it is empty. A call from a principal with no secret is refused (``not_connected``), naming how
-to connect; a secret replaced or revoked closes the connection made with the old one.
+it is empty. A call from a principal with no secret is held by the ``connect`` gate until they
+connect (without one it is refused ``not_connected``, naming how to connect); a secret
+replaced or revoked closes the connection made with the old one.
 """
 
 from __future__ import annotations
@@ -23,16 +24,33 @@ import anyio
 from anyio.abc import TaskGroup
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
-from toolsets.context import CallContext
+from toolsets.context import CallContext, Principal
 from toolsets.errors import LockgateError
 from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.upstream.server import MCPServerToolset
 
-__all__ = ["ConnectionFactory", "PerPrincipalToolset", "PrincipalSecrets"]
+__all__ = [
+    "TENANT_SEPARATOR",
+    "ConnectGate",
+    "ConnectionFactory",
+    "PerPrincipalToolset",
+    "PrincipalSecrets",
+    "principal_key",
+]
 
 log = logging.getLogger("lockgate.upstream")
+TENANT_SEPARATOR = "\x1f"
+"""Between a tenant and an id in a `principal_key` (ids and tenants are printable: no clash)."""
+
+
+def principal_key(principal: Principal) -> str:
+    """What a principal's connections and vault entries are keyed by: its id, qualified by its
+    tenant when it has one (``alice`` of tenant ``acme`` is not the untenanted ``alice``)."""
+    if principal.tenant is None:
+        return principal.id
+    return f"{principal.tenant}{TENANT_SEPARATOR}{principal.id}"
 
 
 class PrincipalSecrets(Protocol):
@@ -44,6 +62,29 @@ class PrincipalSecrets(Protocol):
 
     async def principals(self) -> list[str]:
         """The principals with a secret set."""
+        ...
+
+
+class ConnectGate(Protocol):
+    """Holds a call from a principal who has not connected yet (the gateway's
+    `gateway.connect.ConnectGate`): the call waits for the connection like an approval."""
+
+    async def required(
+        self, server: str, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
+    ) -> ToolResult | str:
+        """The answer to the call now (an error result carrying the connect link), or the
+        id of its held record once the principal connected: the call then runs."""
+        ...
+
+    async def reissued(
+        self, server: str, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
+    ) -> str | None:
+        """The id of the held record a (connected) caller's call re-issues, claimed to run
+        once; None when there is none."""
+        ...
+
+    async def finished(self, held: str, result: ToolResult) -> None:
+        """Record the outcome of the held call ``held``."""
         ...
 
 
@@ -78,8 +119,10 @@ class PerPrincipalToolset(Toolset):
         max_connections: int = 100,
         connect_timeout: float = 20.0,
         on_tools_changed: ToolsChangedHandler | None = None,
+        connect: ConnectGate | None = None,
     ) -> None:
         self.name = name
+        self.connect = connect
         self.factory, self.secrets = factory, secrets
         self.idle_timeout, self.max_connections = idle_timeout, max_connections
         self.connect_timeout = connect_timeout
@@ -116,14 +159,32 @@ class PerPrincipalToolset(Toolset):
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
-        principal = ctx.principal.id
+        key = principal_key(ctx.principal)
         try:
-            secret = await self.secrets.secret(principal)
+            secret = await self.secrets.secret(key)
+            held = None
+            if self.connect is not None and secret is None:  # held until the caller connects
+                outcome = await self.connect.required(self.name, tool, args, ctx)
+                if isinstance(outcome, ToolResult):
+                    return outcome
+                held, secret = outcome, await self.secrets.secret(key)
+            elif self.connect is not None:
+                held = await self.connect.reissued(self.name, tool, args, ctx)
         except LockgateError as exc:  # the vault unreadable: its error names the key and fix
             return failure_result(str(exc), "gateway_unavailable", server=self.name)
         if secret is None:
-            self.drop(principal)
+            self.drop(key)
             return refusal_result(self.not_connected(), tool=tool)
+        result = await self._call(secret, name, args, ctx, tool)
+        if held is not None and self.connect is not None:
+            await self.connect.finished(held, result)
+        return result
+
+    async def _call(
+        self, secret: str, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
+    ) -> ToolResult:
+        """Run the call over ``ctx.principal``'s connection made with ``secret``."""
+        principal = principal_key(ctx.principal)
         entry = self._open(principal, secret)
         if entry is None:
             return failure_result(

@@ -18,7 +18,7 @@ from gateway.gateway import Gateway
 from gateway.vault import Vault
 from toolsets.context import CallContext, Principal
 from toolsets.refusal import failure_of
-from toolsets.upstream.per_principal import PerPrincipalToolset
+from toolsets.upstream.per_principal import PerPrincipalToolset, principal_key
 
 ALICE, BOB = "agent:alice", "agent:bob"
 
@@ -118,3 +118,24 @@ async def test_a_call_whose_secret_the_vault_cannot_open_names_the_key_and_the_f
     assert "lockgate vault rotate" in failed.first_text()
     assert "sealed under the first key" not in failed.first_text()
     assert (failure_of(failed) or {}).get("kind") == "gateway_unavailable"
+
+
+async def test_the_same_id_in_two_tenants_is_two_principals_each_with_their_own_secret(
+    tmp_path: Path,
+) -> None:
+    acme, globex = Principal(id=ALICE, tenant="acme"), Principal(id=ALICE, tenant="globex")
+    async with _gateway(tmp_path) as gateway:
+        vault, pool = _parts(gateway)
+        await vault.set("local", principal_key(acme), "acme's")
+        await vault.set("local", principal_key(globex), "globex's")
+        ones = [
+            await gateway.call_tool("local__whoami", {}, CallContext(principal=who))
+            for who in (acme, globex)
+        ]
+        untenanted = await _whoami(gateway, ALICE)
+        open_keys = set(pool.entries)
+    assert [r.structured_content["value"] for r in ones] == ["acme's", "globex's"]
+    assert ones[0].structured_content["pid"] != ones[1].structured_content["pid"]
+    assert untenanted.is_error
+    assert "acme's" not in untenanted.first_text() and "globex's" not in untenanted.first_text()
+    assert open_keys == {principal_key(acme), principal_key(globex)}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 import yaml
 from script_support import OPS, scripts_config
 
@@ -176,8 +177,15 @@ async def _held(gateway: Gateway, *principals: Principal) -> AsyncIterator[list[
             await gateway.approvals.decide(approval, "approve", by=OPS, channel="api")
 
 
+@pytest.mark.parametrize(
+    "victim",
+    [
+        pytest.param(VICTIM, id="another-id"),
+        pytest.param(Principal(id=ATTACKER.id, tenant="other"), id="same-id-another-tenant"),
+    ],
+)
 async def test_a_principal_past_runs_per_principal_is_refused_and_another_is_served(
-    tmp_path: Path,
+    tmp_path: Path, victim: Principal
 ) -> None:
     scripts = {"held": HELD, "outer": OUTER, "inner": INNER}
     config = _config(tmp_path, scripts, runs_per_principal=2)
@@ -185,7 +193,7 @@ async def test_a_principal_past_runs_per_principal_is_refused_and_another_is_ser
         async with _held(gateway, ATTACKER) as ended:
             with anyio.fail_after(20):
                 refused = await gateway.call_tool("ops__outer", {}, _as(ATTACKER, "s"))
-                served = await gateway.call_tool("ops__outer", {}, _as(VICTIM, "s"))
+                served = await gateway.call_tool("ops__outer", {}, _as(victim, "s"))
         again = await gateway.call_tool("ops__outer", {}, _as(ATTACKER, "s"))
     assert refused.is_error
     assert (
