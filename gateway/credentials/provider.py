@@ -3,7 +3,8 @@ gateway by server.
 
 A provider answers, for one server and a principal, whether that principal is connected and what
 a connection needs: ``secret`` mode the secret itself; ``oauth`` an `httpx2.Auth` that adds the
-principal's access token from the vault and refreshes it. A provider with a browser flow
+principal's access token from the vault and refreshes it. Every provider is also the pool's
+`PrincipalSecrets` (`secret`, `principals`). A provider with a browser flow
 (`ConnectFlow`: ``oauth``) also gives the URL at which a user starts connecting.
 """
 
@@ -27,6 +28,15 @@ class CredentialProvider(Protocol):
 
     async def connected(self, principal: str) -> bool:
         """``principal`` has a usable credential for this server."""
+        ...
+
+    async def secret(self, principal: str) -> str | None:
+        """What ``principal``'s connection is made with (``secret``: the secret; ``oauth``: the
+        grant's identity, never a token: the connection's auth adds it), or None."""
+        ...
+
+    async def principals(self) -> list[str]:
+        """The principals with a credential for this server."""
         ...
 
 

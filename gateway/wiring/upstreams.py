@@ -35,9 +35,11 @@ def _target(
     server: ServerConfig,
     session_gone: Callable[[], None],
     secret: str | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> ClientTarget:
     """What `mcp.Client` connects to for ``server``; upstream credentials come only from config,
-    and (``secret``: one principal's, in secret mode) the vault, as a header or variable.
+    and (``secret``: one principal's, in secret mode) the vault, as a header or variable
+    (``auth``: one principal's OAuth grant, which adds its access token).
     ``session_gone`` hears a 404 to a request that named a session (the server forgot it)."""
     credentials = server.credentials
     if server.transport == "stdio":
@@ -58,8 +60,12 @@ def _target(
     traced = tracing_wanted(config) is not None  # trace context in headers too
     if server.transport == "sse":
         factory = functools.partial(_http_client, server, traced=traced)
-        return sse_client(server.url, headers=headers or None, httpx_client_factory=factory)
-    return _streamable_http(server, server.url, session_gone, traced=traced, headers=headers)
+        return sse_client(
+            server.url, headers=headers or None, httpx_client_factory=factory, auth=auth
+        )
+    return _streamable_http(
+        server, server.url, session_gone, traced=traced, headers=headers, auth=auth
+    )
 
 
 @contextlib.asynccontextmanager
@@ -70,12 +76,13 @@ async def _streamable_http(
     *,
     traced: bool = False,
     headers: dict[str, str] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[TransportStreams]:
     async def watch(response: httpx2.Response) -> None:
         if response.status_code == 404 and SESSION_HEADER in response.request.headers:
             session_gone()
 
-    http = _http_client(server, headers=headers or None, traced=traced)
+    http = _http_client(server, headers=headers or None, traced=traced, auth=auth)
     http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks["response"], watch]}
     # The SDK does not close a client it is given: this connection owns (and closes) its own.
     # Its own event limit never trips: `ResponseLimit` hands it no event over the limit.
@@ -121,12 +128,14 @@ def build_upstream(
     on_tools_changed: ToolsChangedHandler | None = None,
     on_status: StatusHandler | None = None,
     secret: str | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> MCPServerToolset:
     """The toolset of one configured upstream server (not yet connected); ``secret``: one
-    principal's connection in secret mode (`gateway.wiring.credentials`)."""
+    principal's connection in secret mode, ``auth``: in oauth mode
+    (`gateway.wiring.credentials`)."""
     toolset = MCPServerToolset(
         server.name,
-        lambda: _target(config, server, toolset.session_gone, secret),
+        lambda: _target(config, server, toolset.session_gone, secret, auth),
         timeout=server.timeout or config.call_timeout,
         connect_timeout=server.connect_timeout,
         max_result_bytes=server.max_result_bytes,
