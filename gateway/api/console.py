@@ -9,10 +9,12 @@ an approver without the role. Each section reads the running gateway and changes
 - ``GET  /api/console/catalogue?principal=ID&roles=a,b``: the tools that principal is listed;
 - ``GET  /api/console/policies``: the policy version and its layered files;
 - ``POST /api/console/explain``: one call explained (a ``policies.cases.CallSpec`` body);
-- ``POST /api/console/replay``: a candidate policy replayed against the recorded calls;
+- ``POST /api/console/replay``: a candidate policy replayed against the recorded calls of the
+  operator's tenant;
 - ``GET  /api/console/events``: the live event stream of the operator's tenant (SSE);
 - ``GET  /api/console/audit?limit=N`` and ``GET /api/console/audit/verify``;
-- ``GET  /api/console/sessions``: sessions held in memory, with labels and gates.
+- ``GET  /api/console/sessions``: the sessions of the operator's tenant (every replica's with
+  PostgreSQL), with labels and gates.
 
 Grants are listed by ``/api/grants``; accepting pins and revoking grants stay the approvals
 page's actions, audited as they are there.
@@ -105,7 +107,7 @@ class _Console:
 
     async def replay(self, request: Request, who: Principal) -> Response:
         body = ReplayBody.model_validate(await read_json(request))
-        return JSONResponse(await replay_candidate(self.gateway, body))
+        return JSONResponse(await replay_candidate(self.gateway, body, who.tenant))
 
     async def audit(self, request: Request, who: Principal) -> Response:
         count = _limit(request.query_params.get("limit"))

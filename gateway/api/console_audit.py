@@ -135,14 +135,21 @@ def _replay(gateway: Gateway, recorded: Entries, body: ReplayBody) -> dict[str, 
     return {"replaced": replaced, "candidate_version": engine.version, **shown}
 
 
-async def replay_candidate(gateway: Gateway, body: ReplayBody) -> dict[str, Any]:
-    """The recorded calls decided again with the candidate in place of one layer: how many,
-    and the rows whose decision changed (``lockgate policy replay`` lists the same)."""
+async def replay_candidate(
+    gateway: Gateway, body: ReplayBody, tenant: str | None
+) -> dict[str, Any]:
+    """The recorded calls of ``tenant`` decided again with the candidate in place of one layer:
+    how many, and the rows whose decision changed (``lockgate policy replay`` lists the same
+    for a log of one tenant)."""
     log = _log(gateway)
     if isinstance(log, AuditLog):
         path = Path(log.path)
-        recorded: Entries = lambda: _file_entries(path)  # noqa: E731
+        every: Entries = lambda: _file_entries(path)  # noqa: E731
     else:
         entries = await log.entries(READ_KINDS)
-        recorded = lambda: entries  # noqa: E731
+        every = lambda: entries  # noqa: E731
+
+    def recorded() -> Iterable[AuditEntry]:
+        return (entry for entry in every() if _tenant(entry) == tenant)
+
     return await anyio.to_thread.run_sync(_replay, gateway, recorded, body)

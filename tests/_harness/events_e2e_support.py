@@ -355,8 +355,8 @@ class Seen(list[dict[str, Any]]):
 
 
 @contextlib.asynccontextmanager
-async def watching(base: str, token: str) -> AsyncIterator[Seen]:
-    """Events of the stream ``token`` reads, collected while inside."""
+async def watching(base: str, token: str, path: str = "/api/events") -> AsyncIterator[Seen]:
+    """Events of the stream ``token`` reads (at ``path``), collected while inside."""
     seen = Seen()
     headers = {"Authorization": f"Bearer {token}"}
     async with (
@@ -366,7 +366,7 @@ async def watching(base: str, token: str) -> AsyncIterator[Seen]:
         started = anyio.Event()
 
         async def read() -> None:
-            async with http.stream("GET", "/api/events", headers=headers) as response:
+            async with http.stream("GET", path, headers=headers) as response:
                 assert response.status_code == 200
                 started.set()
                 async for line in response.aiter_lines():
