@@ -56,6 +56,7 @@ def principal_value(principal: Principal) -> dict[str, Any]:
         "roles": sorted(principal.roles),
         "claims": dict(principal.claims),
         "tenant": principal.tenant,
+        "connections": sorted(principal.connections),
     }
 
 

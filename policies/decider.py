@@ -85,9 +85,10 @@ class PolicyDecider:
 
     def visibility_key(self, ctx: CallContext) -> Hashable:
         """Contexts with equal keys see the same tools (`visible` reads nothing else): the
-        principal (its claims too: conditions read ``principal.claims``), the policy, and what
+        principal (its claims and connections too: conditions read them), the policy, and what
         of the session the policy's listing reads."""
         principal, engine = ctx.principal, self.policy.current
         session = engine.session_key(self.sessions.get(ctx)) if engine.reads_session else None
         claims = canonical_json(principal.claims) if principal.claims else None
-        return (principal.id, principal.roles, principal.tenant, claims, engine.version, session)
+        ids = (principal.id, principal.roles, principal.tenant, principal.connections)
+        return (*ids, claims, engine.version, session)

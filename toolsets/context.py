@@ -52,6 +52,9 @@ class Principal:
             only by approvers and subscribers of the same tenant (none sees none's).
         scopes: The OAuth scopes its token holds (a JWT's ``scope``/``scp``); empty for a
             static token, stdio and in-process callers. A policy rule's ``scopes`` reads them.
+        connections: The servers with per-caller credentials it has connected, as the chain
+            learned them for this call (`gateway.connect`); policies read
+            ``principal.connections``.
     """
 
     id: str
@@ -59,6 +62,7 @@ class Principal:
     claims: Mapping[str, Any] = field(default_factory=dict)
     tenant: str | None = None
     scopes: frozenset[str] = frozenset()
+    connections: frozenset[str] = frozenset()
 
 
 ANONYMOUS = Principal(id="anonymous")
@@ -72,6 +76,8 @@ class ClientInfo:
         era: ``legacy`` for handshake-era clients (2025-11-25 and before); ``modern``: 2026-07-28.
         protocol_version: The negotiated protocol version, when known.
         elicitation: True when the client declared the elicitation capability.
+        elicitation_url: True when it declared URL-mode elicitation (``elicitation.url``):
+            it can be sent a link to open (a connect link, `gateway.connect`).
         transport: ``http``, ``stdio`` or ``inprocess``.
         sampling: True when the client declared the sampling capability.
         roots: True when the client declared the roots capability.
@@ -83,6 +89,7 @@ class ClientInfo:
     era: Literal["legacy", "modern"] = "legacy"
     protocol_version: str | None = None
     elicitation: bool = False
+    elicitation_url: bool = False
     transport: Literal["http", "stdio", "inprocess"] = "inprocess"
     sampling: bool = False
     roots: bool = False

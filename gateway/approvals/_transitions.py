@@ -33,6 +33,11 @@ _NEXT: Final[Mapping[Kind, Mapping[State, frozenset[State]]]] = {
     "external": {
         "pending": frozenset({"done", "failed", "expired", "cancelled"}),
     },
+    "connect": {  # approved: the caller connected; the held call then runs once
+        "pending": frozenset({"approved", "expired", "cancelled", "failed"}),
+        "approved": frozenset({"executing", "failed"}),
+        "executing": frozenset({"done", "failed"}),
+    },
 }
 
 

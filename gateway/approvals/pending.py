@@ -24,7 +24,7 @@ __all__ = [
     "Vote",
 ]
 
-Kind = Literal["approval", "external"]
+Kind = Literal["approval", "external", "connect"]
 State = Literal[
     "pending", "approved", "denied", "expired", "cancelled", "executing", "done", "failed"
 ]
@@ -129,7 +129,8 @@ class PendingCall:
 
     Attributes:
         id: Unguessable id (``ap_...``), safe to show to the caller and the approver.
-        kind: ``approval`` (a human decides) or ``external`` (a worker executes and posts a result).
+        kind: ``approval`` (a human decides), ``external`` (a worker executes and posts a
+            result) or ``connect`` (the caller connects their account first; `gateway.connect`).
         state: Where the call is in its lifecycle; see `gateway.approvals.store.PendingStore`.
         call_id: The id of the tool call that created it.
         principal: Id of the principal that made the call.

@@ -202,7 +202,13 @@ class PendingStore:
         return await self._writes.apply(id, _transitions.deliver(self._clock()))
 
     async def find_reusable(
-        self, principal: str, tool: str, args_sha256: str, *, session_id: str | None = None
+        self,
+        principal: str,
+        tool: str,
+        args_sha256: str,
+        *,
+        session_id: str | None = None,
+        kind: Kind | None = None,
     ) -> PendingCall | None:
         """The call an identical re-issued call should resume, or None to create a new one.
 
@@ -221,8 +227,10 @@ class PendingStore:
         ``expired`` and ``cancelled`` calls. Pending calls past their deadline found here are
         recorded ``expired`` and skipped. The caller still checks that the record's
         ``tool_pin`` and ``policy_version`` match the current ones before executing it.
+        ``connect`` calls (`gateway.connect`) answer only a search for that ``kind``.
         """
         query = Query(
+            kind=kind,
             states=REUSABLE_STATES,
             principal=principal,
             session_id=session_id,
@@ -232,6 +240,8 @@ class PendingStore:
         )
         now = self._clock()
         for call in await self.records.query(query):
+            if call.kind == "connect" and kind != "connect":
+                continue
             step = await self._writes.commit(call.id, _transitions.expire_if_due(now))
             if not step.changed:
                 return step.call

@@ -36,6 +36,7 @@ AUDITED: Final = (
     "prompt.get",
     "prompt.denied",
     "task.*",
+    "credential.*",
     "lockgate.gap",
     "session.labels_cleared",
 )

@@ -12,6 +12,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from gateway.config._strict import Strict
 from gateway.config.auth import AuthConfig
+from gateway.config.connect import ConnectConfig
 from gateway.config.credentials import VaultConfig
 from gateway.config.events import EventsConfig
 from gateway.config.inspectors import InspectorConfig
@@ -105,6 +106,9 @@ class GatewayConfig(Strict):
     )
     vault: VaultConfig | None = Field(
         None, description="The encrypted store of per-principal upstream secrets."
+    )
+    connect: ConnectConfig = Field(
+        ConnectConfig(), description="Connect links of calls held until their caller connects."
     )
     call_timeout: float = Field(60.0, gt=0, description="Default seconds before a call times out.")
     startup_wait: float = Field(

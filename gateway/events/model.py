@@ -44,6 +44,7 @@ EventType = Literal[
     "task.status",
     "task.completed",
     "session.labels_cleared",
+    "credential.required",
     "credential.connected",
     "credential.revoked",
     "lockgate.gap",

@@ -60,11 +60,13 @@ _CREDENTIALS: Final = tuple(
         ("xox-", r"xox[abposr]-[A-Za-z0-9\-]{10,}", MASK),
         ("AIza", r"AIza[0-9A-Za-z_\-]{35}", MASK),
         ("eyJ.", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", MASK),
+        ("/connect/v1.", r"/connect/v1\.[A-Za-z0-9_\-]{16,}", f"/connect/{MASK}"),
     )
 )
 """PEM private keys, bearer tokens, ``sk-`` keys (OpenAI, Anthropic), GitHub, AWS, Slack and Google
-keys, JWTs. Each pattern starts with a literal so `re` scans for it quickly (one alternation would
-be ~10x slower); only the matching part is masked, so the surrounding text stays readable.
+keys, JWTs, lockgate's connect links (`gateway.connect`). Each pattern starts with a literal so
+`re` scans for it quickly (one alternation would be ~10x slower); only the matching part is
+masked, so the surrounding text stays readable.
 
 The third member is a set of characters every match contains: a text lacking one of them cannot
 match, so a text is scanned only by the patterns it could match. A long text is asked for each

@@ -30,6 +30,7 @@ from toolsets.combined import CombinedToolset
 from toolsets.upstream.server import MCPServerToolset
 
 if TYPE_CHECKING:
+    from gateway.connect import ConnectGate
     from gateway.postgres.event_log import EventLog
     from gateway.telemetry.provider import Telemetry
 
@@ -90,6 +91,9 @@ class Parts:
         relay: Upstream requests to the client (parked 2026-07-28 calls) and log messages.
         tasks: The gateway's MCP tasks (`gateway.tasks`).
         telemetry: OpenTelemetry tracing, when on (`gateway.telemetry`); None when off.
+        vault: Per-caller upstream secrets, when a vault is configured.
+        connect: Holds calls until their caller connects (`gateway.connect`), when a server
+            has per-caller credentials.
     """
 
     events: EventParts
@@ -115,3 +119,4 @@ class Parts:
     tasks: TaskService
     telemetry: Telemetry | None = None
     vault: Vault | None = None
+    connect: ConnectGate | None = None

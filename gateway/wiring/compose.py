@@ -8,8 +8,10 @@ running gateway needs beside it (readiness, catalogue changes, resources, relay)
 Nothing is bound after it is built. Where a part calls back into what holds it, the caller is
 built first and builds the part with itself in hand: the chain's script tools re-enter the chain
 at its top (`gateway.runtime.CallEntry` builds the chain); a pending store tells the approval
-service over it of each expiry (`_Expiries` builds the service). Upstreams, built inside the
-catalogue that the followers read, report to `UpstreamSignals`, which the followers subscribe to.
+service over it of each expiry (`_Expiries` builds the service); the one exception, the connect
+gate of per-caller servers, is bound to the pending store once the approvals are built.
+Upstreams, built inside the catalogue that the followers read, report to `UpstreamSignals`,
+which the followers subscribe to.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from gateway.approvals.store import PendingListener
 from gateway.config.labels import server_labels
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig, function_specs
+from gateway.connect import ConnectGate
 from gateway.events.recorder import Recorder
 from gateway.inspectors import build_inspection
 from gateway.mcp.relay import Relay
@@ -47,6 +50,7 @@ from gateway.tasks.service import TaskService
 from gateway.telemetry import build_telemetry
 from gateway.vault import Vault
 from gateway.wiring.chain import call_chain
+from gateway.wiring.connect import bind_gate, connect_gate, with_connections
 from gateway.wiring.credentials import build_pool
 from gateway.wiring.events import event_parts
 from gateway.wiring.external import external_toolset
@@ -120,16 +124,23 @@ def _pins(
     )
 
 
-def _sealer(config: GatewayConfig) -> RequestStateSealer:
+def _state_key(config: GatewayConfig) -> bytes | None:
+    """``approvals.request_state_key`` (request states and connect links), or None."""
     spec = config.approvals.request_state_key
     if spec is None:
-        return RequestStateSealer()
+        return None
     value = os.environ.get(spec.removeprefix("env:"), "") if spec.startswith("env:") else spec
     try:
-        return RequestStateSealer(bytes.fromhex(value))
+        key = bytes.fromhex(value)
+        RequestStateSealer(key)  # checks its length
     except ValueError:
         issue = ConfigIssue("", None, None, "approvals.request_state_key", "needs >= 32 bytes hex")
         raise ConfigError([issue]) from None
+    return key
+
+
+def _sealer(config: GatewayConfig) -> RequestStateSealer:
+    return RequestStateSealer(_state_key(config))
 
 
 def _functions(config: GatewayConfig, server: ServerConfig) -> FunctionToolset:
@@ -153,13 +164,16 @@ def _children(
     upstreams: dict[str, MCPServerToolset],
     host: ScriptHost | None,
     vault: Vault | None = None,
+    *,
+    gate: ConnectGate | None = None,
 ) -> list[Toolset]:
     children: list[Toolset] = []
     for index, server in enumerate(config.servers):
         if not server.enabled:
             continue
         if server.credentials.per_principal and vault is not None:  # one connection per caller
-            pool = build_pool(config, server, vault, on_tools_changed=signals.tools_changed)
+            changed = signals.tools_changed
+            pool = build_pool(config, server, vault, on_tools_changed=changed, connect=gate)
             local: Toolset = ResourceLinksToolset(pool, server.exposed_prefix)
         elif server.transport == "python":
             local = _functions(config, server)
@@ -233,6 +247,7 @@ class _Served:
     readiness: Readiness
     catalogue: CatalogueWatch
     vault: Vault | None
+    connect: ConnectGate | None
 
 
 def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -> _Served:
@@ -245,7 +260,8 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     upstreams: dict[str, MCPServerToolset] = {}
     events = event_parts(config, shared)
     vault = build_vault(config, shared, events.recorder.record)
-    children = _children(config, signals, upstreams, host, vault)
+    gate = connect_gate(config, _state_key(config)) if vault is not None else None
+    children = _children(config, signals, upstreams, host, vault, gate=gate)
     combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
     pooled = [s.name for s in config.enabled_servers() if s.credentials.per_principal]
     pins = _pins(config, events.recorder, [*upstreams, *pooled], shared)  # pooled ones too
@@ -255,7 +271,7 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     signals.follow(changed=catalogue.changed)
     return _Served(
         shared, policy, sessions, host, signals, upstreams, combined, events, pins, served,
-        readiness, catalogue, vault,
+        readiness, catalogue, vault, gate,
     )  # fmt: skip
 
 
@@ -293,9 +309,13 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
     validators = SchemaValidators()
     approvals = _approvals(config, built, validators, telemetry)
     holding, sessions, events = Holding(), built.sessions, built.events
+    if built.connect is not None and built.vault is not None:  # its held calls are pending calls
+        bind_gate(built.connect, approvals.store, built.events.recorder.record, built.vault)
     root, decider = _chain(
         config, built, approvals, validators, holding=holding, telemetry=telemetry
     )
+    if built.vault is not None:  # policies read principal.connections
+        root = with_connections(root, built.vault)
     guard = PolicyResourceGuard(
         approvals,
         events.recorder,
@@ -330,4 +350,5 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         tasks=TaskService(task_store(config, built.shared), upstreams, events.recorder),
         telemetry=telemetry,
         vault=built.vault,
+        connect=built.connect,
     )

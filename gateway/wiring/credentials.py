@@ -18,7 +18,7 @@ from gateway.config.servers import ServerConfig
 from gateway.vault import Vault
 from gateway.wiring.upstreams import build_upstream
 from toolsets.abstract import ToolsChangedHandler
-from toolsets.upstream.per_principal import PerPrincipalToolset, PrincipalSecrets
+from toolsets.upstream.per_principal import ConnectGate, PerPrincipalToolset, PrincipalSecrets
 from toolsets.upstream.server import MCPServerToolset
 
 __all__ = ["PROVIDERS", "ServerSecrets", "build_pool"]
@@ -49,9 +49,11 @@ def build_pool(
     vault: Vault,
     *,
     on_tools_changed: ToolsChangedHandler | None = None,
+    connect: ConnectGate | None = None,
 ) -> PerPrincipalToolset:
     """The pool of ``server``'s per-principal connections; told by ``vault`` when a secret
-    of it is set or revoked (the connection opens, or closes)."""
+    of it is set or revoked (the connection opens, or closes); a call of a caller not
+    connected yet waits at ``connect`` (`gateway.connect`)."""
 
     def connection(principal: str, secret: str, relisted: ToolsChangedHandler) -> MCPServerToolset:
         return build_upstream(config, server, on_tools_changed=relisted, secret=secret)
@@ -65,6 +67,7 @@ def build_pool(
         max_connections=credentials.max_connections,
         connect_timeout=server.connect_timeout,
         on_tools_changed=on_tools_changed,
+        connect=connect,
     )
 
     async def changed(changed_server: str, principal: str) -> bool | None:

@@ -55,12 +55,15 @@ def log_level_of(meta: Mapping[str, Any] | None) -> LoggingLevel | None:
 
 def declared(caps: Any) -> dict[str, bool]:
     """`ClientInfo`'s capability fields for declared client capabilities (a model or wire
-    JSON, None when none were declared)."""
+    JSON, None when none were declared); ``elicitation_url``: URL-mode elicitation."""
     if isinstance(caps, types.ClientCapabilities):
         caps = caps.model_dump(exclude_none=True)
     if not isinstance(caps, dict):
         caps = {}
-    return {name: caps.get(name) is not None for name in ("elicitation", "sampling", "roots")}
+    found = {name: caps.get(name) is not None for name in ("elicitation", "sampling", "roots")}
+    elicitation = caps.get("elicitation")
+    found["elicitation_url"] = isinstance(elicitation, dict) and elicitation.get("url") is not None
+    return found
 
 
 def named(info: Any) -> tuple[str | None, str | None]:

@@ -1,0 +1,51 @@
+"""The connect gate of per-caller servers (`gateway.connect`): built with the pools, bound to
+the pending store once the approvals are, and told by the vault of each connection."""
+
+from __future__ import annotations
+
+from gateway.approvals.store import PendingStore
+from gateway.config.model import GatewayConfig
+from gateway.connect import ConnectGate, ConnectLinks, Record
+from gateway.connect.principal_connections import PrincipalConnections, VaultConnections
+from gateway.vault import Vault
+from toolsets.abstract import Toolset
+
+__all__ = ["base_url", "bind_gate", "connect_gate", "with_connections"]
+
+
+def base_url(config: GatewayConfig) -> str:
+    """The gateway's URL as browsers reach it: ``auth.public_url``, else the listen address."""
+    if config.auth.public_url is not None:
+        return config.auth.public_url.rstrip("/")
+    host = config.listen.host
+    return f"http://{f'[{host}]' if ':' in host else host}:{config.listen.port}"
+
+
+def connect_gate(config: GatewayConfig, key: bytes | None) -> ConnectGate | None:
+    """The gate holding calls of callers not connected yet, when a server has per-caller
+    credentials; ``key`` seals its links (``approvals.request_state_key``)."""
+    modes = {
+        s.name: s.credentials.mode for s in config.enabled_servers() if s.credentials.per_principal
+    }
+    if not modes or config.vault is None:
+        return None
+    return ConnectGate(config.connect, ConnectLinks(base_url(config), key), modes)
+
+
+def bind_gate(gate: ConnectGate, store: PendingStore, record: Record, vault: Vault) -> None:
+    """Bind ``gate`` to the pending store and the recorder, and have ``vault`` tell it of
+    every connection."""
+
+    async def connected(server: str, principal: str) -> bool:
+        return await vault.store.get(server, principal) is not None
+
+    gate.bind(store, record, connected)
+    vault.listeners.append(gate.connected)
+
+
+def with_connections(root: Toolset, vault: Vault) -> Toolset:
+    """``root`` telling every call and listing below which servers its caller connected
+    (``principal.connections``)."""
+    connections = VaultConnections(vault)
+    vault.listeners.append(connections.changed)
+    return PrincipalConnections(root, connections)
