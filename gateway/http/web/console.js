@@ -21,7 +21,8 @@ function failed(e) {
 const SECTIONS = ["upstreams", "catalogue", "policies", "events", "audit", "sessions", "grants", "connections", "analytics"];
 
 // One section at a time (the one the address names: #catalogue), so a phone shows it whole.
-function showSection() {
+// Opened from the sections bar (`moved`), focus goes to its heading: Tab goes on into it.
+function showSection(moved) {
   const wanted = location.hash.slice(1);
   const current = SECTIONS.includes(wanted) ? wanted : SECTIONS[0];
   for (const name of SECTIONS) $(name).classList.toggle("current", name === current);
@@ -29,6 +30,10 @@ function showSection() {
     if (link.getAttribute("href") === "#" + current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
+  if (moved !== true || $("console").hidden) return;
+  const heading = $(current).querySelector("h2");
+  heading.tabIndex = -1;
+  heading.focus();
 }
 
 function shown(yes) {
@@ -84,7 +89,7 @@ document.addEventListener("DOMContentLoaded", () => {
   initCatalogue(failed);
   initPolicies(failed);
   initEvents(() => signOut("Signed out: the token was refused (401)."));
-  window.addEventListener("hashchange", showSection);
+  window.addEventListener("hashchange", () => showSection(true));
   showSection();
   shown(false);
   start();
