@@ -13,12 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from credentials_support import credentials_config, secret_http
+import mcp_types as types
+from credentials_support import AGENTS, credentials_config, secret_http
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context, MCPServer
 from support import free_port, serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
+from toolsets._sdk_compat import create_mcp_http_client
 
 SERVER = "web"
 TOOL = f"{SERVER}__whoami"
@@ -88,3 +93,42 @@ async def follow(link: str, secret: str) -> httpx2.Response:
         origin = link.split("/connect/", maxsplit=1)[0]
         data = {"csrf": csrf.group(1), "secret": secret}
         return await browser.post(link, data=data, headers={"Origin": origin})
+
+
+@dataclass
+class Opener:
+    """A user at an MCP client that declared URL-mode elicitation: each link it is sent, it
+    opens and connects with ``secret`` (through the link's form), then accepts."""
+
+    secret: str
+    asked: list[types.ElicitRequestURLParams] = field(default_factory=list)
+    answers: list[httpx2.Response] = field(default_factory=list)
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams), params
+        self.asked.append(params)
+        self.answers.append(await follow(params.url, self.secret))
+        return types.ElicitResult(action="accept")
+
+
+@contextlib.asynccontextmanager
+async def opening_client(
+    base: str, mode: str, principal: str, opener: Opener
+) -> AsyncIterator[Client]:
+    """An MCP client of ``principal`` on the gateway at ``base`` that declares elicitation
+    (form and URL modes: the SDK declares both) and answers with ``opener``."""
+    http = create_mcp_http_client(
+        headers={"Authorization": f"Bearer {AGENTS[principal]}"},
+        timeout=httpx2.Timeout(30, read=120),
+    )
+    async with http:
+        transport = streamable_http_client(f"{base}/mcp", http_client=http)
+        async with Client(
+            transport,
+            mode=mode,
+            read_timeout_seconds=120,
+            elicitation_callback=opener,
+        ) as client:
+            yield client

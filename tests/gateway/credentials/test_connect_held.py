@@ -1,7 +1,8 @@
 """Connecting is a held call: a call to a per-caller server its caller has not connected is held
 in a ``connect`` record (durable, on record as ``credential.required``) and answered with a
 single-use link; the link's form stores the secret once (a second use is refused, an expired link
-too); the re-issued call then runs exactly once, as the caller. Both MCP eras."""
+too); the re-issued call then runs exactly once, as the caller. A client that declared URL-mode
+elicitation is sent the link instead, and its call completes once connected. Both MCP eras."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import anyio
 import pytest
 from connect_support import (
     TOOL,
+    Opener,
     connect_config,
     counting_upstream,
     follow,
     link_of,
     new_port,
+    opening_client,
     served,
 )
 from credentials_support import AGENTS, SECRETS, audit_bytes, rest, vault_keys
@@ -122,3 +125,31 @@ async def test_an_expired_link_is_refused(tmp_path: Path) -> None:
                 assert record is not None
                 assert record.state == "pending"
                 assert counted.calls == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_that_opens_links_is_sent_the_link_and_its_call_completes_once(
+    tmp_path: Path, mode: str
+) -> None:
+    port = new_port()
+    opener = Opener(SECRETS[ALICE])
+    with vault_keys(), anyio.fail_after(120):
+        async with counting_upstream() as (url, counted):
+            config = connect_config(tmp_path, url, port)
+            async with (
+                served(config, port) as (gateway, base),
+                rest(base, BOB) as bob_api,
+                opening_client(base, mode, ALICE, opener) as alice,
+            ):
+                await bob_api.put("/api/connections/web", json={"secret": SECRETS[BOB]})
+                result = await alice.call_tool(TOOL, {})  # held, connected, then run
+                assert _authorization(result) == f"Bearer {SECRETS[ALICE]}"
+                assert counted.calls == [f"Bearer {SECRETS[ALICE]}"]
+                [asked] = opener.asked
+                assert "/connect/" in asked.url
+                assert "'web'" in asked.message
+                assert [answer.status_code for answer in opener.answers] == [200]
+                held = await gateway.parts.approvals.store.list(kind="connect")
+                assert [(c.state, c.delivered) for c in held] == [("done", True)]
+                if mode == "legacy":  # 2025-11-25 names the elicitation; 2026-07-28 does not
+                    assert asked.elicitation_id == held[0].id
