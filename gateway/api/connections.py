@@ -4,8 +4,10 @@
   server in ``secret`` mode (an agent or approver token; always the caller's own principal);
 - ``GET /api/connections``: the caller's own connections;
 - ``GET /api/connections/all``: every principal's (approvers only: who is connected to what);
-- ``DELETE /api/connections/{server}``: revoke the caller's secret; the next call is refused
-  ``not_connected``.
+- ``DELETE /api/connections/{server}``: revoke the caller's secret (``oauth``: the grant, at the
+  authorization server too when it has a revocation endpoint); the next call needs a connect;
+- ``POST /api/connections/{server}/connect``: ``{"url": ...}``, where the caller connects their
+  account to an ``oauth`` server (the gateway's ``/oauth/callback`` finishes it).
 
 No answer ever carries a secret: a connection is its id, server, principal and times.
 """
@@ -20,6 +22,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.api.errors import BadRequest, read_json
+from gateway.credentials import ConnectError, NoConnectFlow
+from gateway.credentials.oauth import OAuthProvider
 from gateway.gateway import Gateway
 from gateway.vault import Vault
 from gateway.vault.vault import MAX_SECRET
@@ -44,6 +48,7 @@ class _Connections:
     def __init__(self, gateway: Gateway) -> None:
         config = gateway.config
         self.vault = gateway.parts.vault
+        self.credentials = gateway.parts.credentials
         self.servers = {s.name for s in config.enabled_servers() if s.credentials.per_principal}
 
     def _vault(self) -> Vault:
@@ -61,8 +66,19 @@ class _Connections:
             )
         return server
 
+    def _oauth(self, server: str) -> OAuthProvider | None:
+        found = None if self.credentials is None else self.credentials.providers.get(server)
+        return found if isinstance(found, OAuthProvider) else None
+
     async def put(self, request: Request, who: Principal) -> Response:
         server = self._server(request)
+        if self._oauth(server) is not None:
+            raise BadRequest(
+                f"{server!r} is connected with your own account, not a secret: POST "
+                f"/api/connections/{server}/connect (or run `lockgate connections connect "
+                f"{server}`)",
+                409,
+            )
         body = SecretBody.model_validate(await read_json(request))
         connection = await self._vault().set(server, principal_key(who), body.secret)
         return JSONResponse(connection.to_json())
@@ -80,10 +96,27 @@ class _Connections:
 
     async def delete(self, request: Request, who: Principal) -> Response:
         server = self._server(request)
-        gone = await self._vault().revoke(server, principal_key(who), by=who.id)
+        oauth, key = self._oauth(server), principal_key(who)
+        upstream = False
+        if oauth is not None:
+            found = await oauth.revoke(key, by=who.id)
+            gone, upstream = (None, False) if found is None else found
+        else:
+            gone = await self._vault().revoke(server, key, by=who.id)
         if gone is None:
             raise BadRequest(f"you have no connection to {server!r}", 404)
-        return JSONResponse({**gone.to_json(), "revoked": True})
+        return JSONResponse({**gone.to_json(), "revoked": True, "revoked_upstream": upstream})
+
+    async def connect(self, request: Request, who: Principal) -> Response:
+        server = self._server(request)
+        assert self.credentials is not None  # a per-caller server has its provider
+        try:
+            url = await self.credentials.start_connect(server, principal_key(who))
+        except NoConnectFlow as exc:
+            raise BadRequest(str(exc), 409) from None
+        except ConnectError as exc:
+            raise BadRequest(str(exc), 502) from None
+        return JSONResponse({"server": server, "url": url})
 
 
 def _tenant_of(principal: str, who: Principal) -> bool:
@@ -101,4 +134,5 @@ def connection_routes(gateway: Gateway, callers: Guard, approvers: Guard) -> lis
         Route("/api/connections/all", approvers(api.everyone), methods=["GET"]),
         Route("/api/connections/{server}", callers(api.put), methods=["PUT"]),
         Route("/api/connections/{server}", callers(api.delete), methods=["DELETE"]),
+        Route("/api/connections/{server}/connect", callers(api.connect), methods=["POST"]),
     ]

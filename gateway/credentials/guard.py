@@ -23,18 +23,10 @@ from toolsets.errors import LockgateError
 from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.upstream.per_principal import PerPrincipalToolset
+from toolsets.upstream.per_principal import PerPrincipalToolset, principal_key
 from toolsets.wrapper import WrapperToolset
 
-__all__ = ["OAuthGuard", "principal_of"]
-
-
-def principal_of(ctx: CallContext) -> str:
-    """What a caller's grants are keyed by (with its tenant, where the pool keys so)."""
-    from toolsets.upstream import per_principal
-
-    key = getattr(per_principal, "principal_key", None)
-    return ctx.principal.id if key is None else str(key(ctx.principal))
+__all__ = ["OAuthGuard"]
 
 
 class OAuthGuard(WrapperToolset):
@@ -62,7 +54,7 @@ class OAuthGuard(WrapperToolset):
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
-        principal, server = principal_of(ctx), self.provider.server
+        principal, server = principal_key(ctx.principal), self.provider.server
         try:
             held = await self.provider.grants.held(principal)
             if held is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Final
 
 import httpx2
 from mcp.client.auth import OAuthFlowError, PKCEParameters
@@ -37,7 +38,10 @@ from gateway.credentials.oauth_grant import Grant
 from gateway.credentials.oauth_tokens import Grants, http_client
 from gateway.vault import Connection
 
-__all__ = ["Connects", "Finished"]
+__all__ = ["CALLBACK_PATH", "Connects", "Finished"]
+
+CALLBACK_PATH: Final = "/oauth/callback"
+"""Where the authorization server sends the user's browser back (on the gateway's URL)."""
 
 
 @dataclass(frozen=True, slots=True)

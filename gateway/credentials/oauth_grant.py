@@ -83,11 +83,9 @@ class Grant(BaseModel):
             update={"status": "reconnect", "reason": reason, "wanted_scope": wanted}
         )
 
-    def fresh(self, now: float | None = None) -> bool:
-        """The access token can be used now (not within `EXPIRY_MARGIN` of its expiry)."""
-        if self.expires_at is None:
-            return True
-        return (now or time.time()) + EXPIRY_MARGIN < self.expires_at
+    def fresh(self, *, margin: float = EXPIRY_MARGIN) -> bool:
+        """The access token can be used now (not within ``margin`` seconds of its expiry)."""
+        return self.expires_at is None or time.time() + margin < self.expires_at
 
     @property
     def usable(self) -> bool:

@@ -96,8 +96,8 @@ class Grants:
             if found is None or not found.grant.usable:
                 return None
             grant = found.grant
-            if grant.token.access_token != stale and grant.fresh():
-                return grant.token.access_token  # refreshed meanwhile
+            if grant.token.access_token != stale and grant.fresh(margin=0.0):
+                return grant.token.access_token  # refreshed meanwhile (another replica)
             try:
                 async with http_client() as http:
                     token = await refresh(http, grant)

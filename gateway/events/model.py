@@ -46,6 +46,8 @@ EventType = Literal[
     "session.labels_cleared",
     "credential.required",
     "credential.connected",
+    "credential.refreshed",
+    "credential.failed",
     "credential.revoked",
     "lockgate.gap",
     "lockgate.reset",

@@ -22,6 +22,7 @@ from gateway.config.listen import ListenConfig
 from gateway.gateway import Gateway
 from gateway.http.agent_auth import AgentAuthMiddleware
 from gateway.http.connect import connect_routes
+from gateway.http.oauth_callback import oauth_routes
 from gateway.http.origin_guard import HostOriginGuard
 from gateway.http.step_up import StepUp
 from gateway.http.webpage import web_routes
@@ -87,6 +88,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         *authenticator.metadata.routes(),
         *web_routes(),
         *connect_routes(gateway),
+        *oauth_routes(gateway),
     ]
     middleware = [Middleware(HostOriginGuard, settings=security)]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

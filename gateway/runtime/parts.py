@@ -31,6 +31,7 @@ from toolsets.upstream.server import MCPServerToolset
 
 if TYPE_CHECKING:
     from gateway.connect import ConnectGate
+    from gateway.credentials import Credentials
     from gateway.postgres.event_log import EventLog
     from gateway.telemetry.provider import Telemetry
 
@@ -94,6 +95,8 @@ class Parts:
         vault: Per-caller upstream secrets, when a vault is configured.
         connect: Holds calls until their caller connects (`gateway.connect`), when a server
             has per-caller credentials.
+        credentials: The credential provider of each per-caller server (`gateway.credentials`:
+            whether a principal is connected, `start_connect`), when a vault is configured.
     """
 
     events: EventParts
@@ -120,3 +123,4 @@ class Parts:
     telemetry: Telemetry | None = None
     vault: Vault | None = None
     connect: ConnectGate | None = None
+    credentials: Credentials | None = None
