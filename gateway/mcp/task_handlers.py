@@ -1,7 +1,8 @@
 """The MCP face of gateway tasks: a task-augmented ``tools/call`` (server middleware, so the
 SDK's ``CallToolResult`` check never sees the ``CreateTaskResult``), ``tasks/get``,
-``tasks/result``, ``tasks/cancel``, ``tasks/list``, and status notifications to the session
-that created a task (2025-11-25 sessions; a 2026-07-28 client polls).
+``tasks/result``, ``tasks/cancel``, ``tasks/list``, and status notifications to the task's owner:
+the 2025-11-25 session that created it, or a 2026-07-28 ``subscriptions/listen`` stream of the
+same principal naming it (`gateway.mcp.task_listen`).
 
 A call asks for a task with ``params.task`` (2025-11-25) or by declaring the
 ``io.modelcontextprotocol/tasks`` extension in its request's client capabilities (2026-07-28:
@@ -22,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from gateway.mcp.task_listen import TaskListen
 from gateway.tasks.errors import TaskNotFound
 from gateway.tasks.held import HeldTasks
 from gateway.tasks.record import TaskRecord
@@ -76,6 +78,7 @@ class TaskHandlers:
         self.service = service
         self._stamp = stamp
         self.held = HeldTasks(service, downstream.gateway.parts.approvals)
+        self.listen = TaskListen(service, lambda ctx: downstream.context(ctx).principal)
         service.on_status(self.notify)
 
     def register(self, server: Server[Any]) -> None:
@@ -87,6 +90,7 @@ class TaskHandlers:
         server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.cancel)
         server.add_request_handler("tasks/list", types.PaginatedRequestParams, self.list)
         server.middleware.append(self.intercept)
+        server.middleware.append(self.listen.intercept)
 
     async def intercept(self, ctx: Ctx, call_next: Any) -> Any:
         """Server middleware: a ``tools/call`` that asks for a task is answered here."""
@@ -181,7 +185,9 @@ class TaskHandlers:
         return {"tasks": [task_fields(r, modern=_modern(ctx)) for r in records]}
 
     async def notify(self, record: TaskRecord) -> None:
-        """Tell the 2025-11-25 session that created ``record`` its new status."""
+        """Tell ``record``'s new status to the 2026-07-28 listen streams naming it and the
+        2025-11-25 session that created it."""
+        await self.listen.notify(record)
         if record.session_id is None:
             return
         connection = self.downstream.by_session.get(record.session_id)

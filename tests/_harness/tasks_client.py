@@ -33,6 +33,8 @@ from mcp.client.streamable_http import streamable_http_client
 from paths import HARNESS
 from pydantic import BaseModel, ConfigDict
 
+from toolsets._sdk_compat import unchecked_request
+
 TASKS_SERVER = str(HARNESS / "upstreams" / "tasks_server.py")
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -62,26 +64,39 @@ async def _unresolved(result: CreatedTask, ctx: ClaimContext) -> types.CallToolR
 
 
 StatusHandler = Callable[[types.TaskStatusNotificationParams], Awaitable[None]]
+FrameHandler = Callable[["Raw"], Awaitable[None]]
+"""Receives 2026-07-28's ``notifications/tasks`` frames (a listen stream's)."""
 
 
 class TasksClaim(ClientExtension):
     """Declares the Tasks extension and claims its ``CreateTaskResult``; ``on_status`` hears
-    2025-11-25's ``notifications/tasks/status``."""
+    2025-11-25's ``notifications/tasks/status``, ``on_task`` 2026-07-28's
+    ``notifications/tasks``."""
 
     identifier = TASKS_EXTENSION
 
-    def __init__(self, on_status: StatusHandler | None = None) -> None:
+    def __init__(
+        self, on_status: StatusHandler | None = None, on_task: FrameHandler | None = None
+    ) -> None:
         self.on_status = on_status
+        self.on_task = on_task
 
     def claims(self) -> list[ResultClaim[Any]]:
         return [ResultClaim(result_type="task", model=CreatedTask, resolve=_unresolved)]
 
     def notifications(self) -> list[NotificationBinding[Any]]:
-        if self.on_status is None:
-            return []
-        params = types.TaskStatusNotificationParams
-        method = "notifications/tasks/status"
-        return [NotificationBinding(method=method, params_type=params, handler=self.on_status)]
+        bindings: list[NotificationBinding[Any]] = []
+        if self.on_status is not None:
+            params = types.TaskStatusNotificationParams
+            method = "notifications/tasks/status"
+            binding = NotificationBinding(method=method, params_type=params, handler=self.on_status)
+            bindings.append(binding)
+        if self.on_task is not None:
+            frames = NotificationBinding(
+                method="notifications/tasks", params_type=Raw, handler=self.on_task
+            )
+            bindings.append(frames)
+        return bindings
 
 
 class Raw(BaseModel):
@@ -102,6 +117,7 @@ async def open_tasks_client(
     url: str | None = None,
     token: str | None = None,
     on_status: StatusHandler | None = None,
+    on_task: FrameHandler | None = None,
 ) -> AsyncIterator[Client]:
     """An `mcp.Client` on ``face`` that can call tools as tasks (``token``: as bearer over
     HTTP, as ``$LOCKGATE_TOKEN`` of the stdio gateway)."""
@@ -121,7 +137,7 @@ async def open_tasks_client(
         client = Client(
             target,
             mode=face.mode,
-            extensions=[TasksClaim(on_status)],
+            extensions=[TasksClaim(on_status, on_task)],
             read_timeout_seconds=30,
         )
         yield await stack.enter_async_context(client)
@@ -174,3 +190,24 @@ async def until_ended(client: Client, task_id: str) -> dict[str, Any]:
             return task
         interval = task.get("pollIntervalMs", task.get("pollInterval")) or 100
         await anyio.sleep(interval / 1000)
+
+
+@contextlib.asynccontextmanager
+async def listening_to_tasks(client: Client, task_ids: list[str]) -> AsyncIterator[None]:
+    """A 2026-07-28 ``subscriptions/listen`` stream naming ``task_ids`` (the Tasks extension's
+    ``taskIds``), open while inside; its frames reach the client's ``on_task``. The SDK's
+    ``Client.listen`` knows no task ids, so the request goes out as the gateway's own raw
+    requests do (`toolsets._sdk_compat.unchecked_request`)."""
+    params = {"notifications": {"taskIds": task_ids}}
+    async with anyio.create_task_group() as tg:
+
+        async def stream() -> None:
+            await unchecked_request(
+                client.session, "subscriptions/listen", params, extension=TASKS_EXTENSION
+            )
+
+        tg.start_soon(stream)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
