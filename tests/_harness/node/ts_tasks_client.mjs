@@ -3,7 +3,9 @@
 //
 // Usage: node ts_tasks_client.mjs http URL TOKEN TOOL ARGS_JSON
 //        node ts_tasks_client.mjs stdio PYTHON CONFIG TOOL ARGS_JSON
-// Prints one JSON line: {"messages": [types...], "taskId", "status", "text"}.
+// Prints a JSON line as soon as the task is created ({"created": task}: a held call's names its
+// approval, which the test then decides), then one last line:
+// {"messages": [types...], "taskId", "status", "text", "isError"}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -22,6 +24,7 @@ await client.listTools();
 const messages = [];
 let taskId = null;
 let text = null;
+let isError = null;
 const stream = client.experimental.tasks.callToolStream(
   { name: tool, arguments: JSON.parse(argsJson) },
   CallToolResultSchema,
@@ -29,10 +32,16 @@ const stream = client.experimental.tasks.callToolStream(
 );
 for await (const message of stream) {
   messages.push(message.type);
-  if (message.type === "taskCreated") taskId = message.task.taskId;
-  if (message.type === "result") text = message.result.content[0].text;
+  if (message.type === "taskCreated") {
+    taskId = message.task.taskId;
+    console.log(JSON.stringify({ created: message.task }));
+  }
+  if (message.type === "result") {
+    text = message.result.content[0].text;
+    isError = message.result.isError ?? false;
+  }
   if (message.type === "error") text = String(message.error);
 }
 const task = await client.experimental.tasks.getTask(taskId);
-console.log(JSON.stringify({ messages, taskId, status: task.status, text }));
+console.log(JSON.stringify({ messages, taskId, status: task.status, text, isError }));
 await client.close();
