@@ -27,7 +27,7 @@ from gateway.vault import Vault, VaultError
 from gateway.vault.vault import MAX_SECRET
 from toolsets.errors import LockgateError
 
-__all__ = ["ConnectPage", "SignedIn", "StartConnect"]
+__all__ = ["HEADERS", "ConnectPage", "SignedIn", "StartConnect", "page", "same_origin"]
 
 _CSP = (
     "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; "
@@ -37,7 +37,7 @@ HEADERS = {
     "Content-Security-Policy": _CSP,
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer would make a form's Origin "null"
     "Cache-Control": "no-store",
 }
 _STATUS = {"malformed": 400, "expired": 410, "used": 410, "principal": 403}
@@ -58,7 +58,7 @@ class SignedIn(Protocol):
         """The principal signed in on this browser, or None."""
         ...
 
-    def start(self, request: Request) -> Response:
+    async def start(self, request: Request) -> Response:
         """Send the browser to sign in, then back here."""
         ...
 
@@ -115,7 +115,7 @@ class ConnectPage:
             return refused(exc)
         if payload is None:
             assert self.signin is not None
-            return self.signin.start(request)
+            return await self.signin.start(request)
         if request.method == "POST":
             return await self._post(request, token, payload)
         if self.modes.get(payload.server) == "secret":
@@ -164,7 +164,7 @@ class ConnectPage:
 
     async def _post(self, request: Request, token: str, payload: LinkPayload) -> Response:
         origin = request.headers.get("origin")
-        if origin is None or not _same_origin(origin, request, self.links.base_url):
+        if origin is None or not same_origin(origin, request, self.links.base_url):
             return page("Link refused", '<p id="error">cross-site form refused</p>', 403)
         form = await request.form(max_files=0, max_fields=4)
         csrf, secret = form.get("csrf"), form.get("secret")
@@ -204,7 +204,7 @@ class ConnectPage:
 _BACK = "Go back to your agent: the held call runs (or call the tool again)."
 
 
-def _same_origin(origin: str, request: Request, base_url: str) -> bool:
+def same_origin(origin: str, request: Request, base_url: str) -> bool:
     own = f"{request.url.scheme}://{request.url.netloc}"
     parts = urlsplit(base_url)
     return origin in (own, f"{parts.scheme}://{parts.netloc}")

@@ -1,12 +1,15 @@
-"""The routes of connect links (``/connect/{token}``, `gateway.connect.ConnectPage`) and the
-users' Connections page (``/connections``), when a server has per-caller credentials."""
+"""The routes of connect links (``/connect/{token}``, `gateway.connect.ConnectPage`), the
+browser's sign-in (`gateway.connect.signin.BrowserSignin`, when ``connect.signin`` is set) and
+the users' Connections page (``/connections``), when a server has per-caller credentials."""
 
 from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
 from gateway.connect import ConnectPage
+from gateway.connect.connections_page import ConnectionsPage
 from gateway.connect.page import StartConnect
+from gateway.connect.signin import BrowserSignin
 from gateway.gateway import Gateway
 
 __all__ = ["connect_routes"]
@@ -20,5 +23,11 @@ def connect_routes(gateway: Gateway) -> list[BaseRoute]:
         return []
     credentials = getattr(parts, "credentials", None)  # the oauth flow, where it is built
     start: StartConnect | None = getattr(credentials, "start_connect", None)
-    page = ConnectPage(gate.links, gate.store, vault, gate.modes, start_connect=start)
-    return page.routes()
+    settings = gateway.config.connect.signin
+    signin = None if settings is None else BrowserSignin(settings, gate.links.base_url)
+    base = gate.links.base_url
+    page = ConnectPage(
+        gate.links, gate.store, vault, gate.modes, start_connect=start, signin=signin
+    )
+    mine = ConnectionsPage(vault, gate.modes, base, start_connect=start, signin=signin)
+    return [*page.routes(), *mine.routes(), *(signin.routes() if signin is not None else [])]
