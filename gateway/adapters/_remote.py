@@ -20,6 +20,7 @@ from gateway.adapters._client import (
     HostDecision,
     minimal_interrupt_request,
 )
+from gateway.adapters._remote_tasks import RemoteTasks, tasks_offered
 from gateway.approvals.human_interrupt import noted
 from gateway.mcp.calls import HOLD_META
 from toolsets._sdk_compat import create_mcp_http_client
@@ -62,6 +63,7 @@ class RemoteOptions(TypedDict, total=False):
     approver_token: str | None
     mode: str
     timeout: float
+    as_task: bool
 
 
 class RemoteGateway:
@@ -78,6 +80,8 @@ class RemoteGateway:
         mode: The MCP client mode: ``auto`` (2026-07-28 when offered) or ``legacy``.
         timeout: Seconds for each MCP request and REST call (a held call lasts up to the rule's
             ``hold``; keep this above it).
+        as_task: Ask for tasks when the gateway offers them: a held call is answered at once,
+            naming its task, and its outcome is read from the task (`_remote_tasks`).
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class RemoteGateway:
         approver_token: str | None = None,
         mode: str = "auto",
         timeout: float = 120.0,
+        as_task: bool = False,
     ) -> None:
         base = url.rstrip("/").removesuffix("/mcp")
         self.mcp_url = f"{base}/mcp"
@@ -96,6 +101,7 @@ class RemoteGateway:
         self._approver_token = approver_token
         self._mode = mode
         self._timeout = timeout
+        self._tasks = RemoteTasks(timeout) if as_task else None
         self._entered = 0
         self._stack: contextlib.AsyncExitStack | None = None
         self._client: Client | None = None
@@ -192,15 +198,19 @@ class RemoteGateway:
         self, name: str, args: Mapping[str, Any], *, max_hold: float | None = None
     ) -> ToolResult:
         meta = None if max_hold is None else cast(types.RequestParamsMeta, {HOLD_META: max_hold})
+        tasks = self._tasks
+
+        async def call(client: Client) -> ToolResult:
+            if tasks is not None and tasks_offered(client):
+                return await tasks.call(client, name, args, meta)
+            return tool_result_from_mcp(await client.call_tool(name, dict(args), meta=meta))
+
         try:
-            result = await self._mcp_request(
-                lambda client: client.call_tool(name, dict(args), meta=meta)
-            )
+            return await self._mcp_request(call)
         except MCPError as exc:
             if exc.code == types.INVALID_PARAMS and "Unknown tool" in exc.error.message:
                 raise ToolNotFoundError(name) from None
             raise
-        return tool_result_from_mcp(result)
 
     async def describe(self, held: HeldCall) -> HeldCall:
         if self._approver_token is None or self._api is None:
@@ -217,6 +227,7 @@ class RemoteGateway:
             state=str(body.get("state", held.state)),
             rule_id=body.get("rule_id"),
             reason=body.get("reason"),
+            task_id=held.task_id,
         )
 
     async def interrupt_request(
@@ -252,8 +263,8 @@ class RemoteGateway:
         await self._post(f"calls/{id}/result", body)
 
     async def task_result(self, task_id: str, *, timeout: float) -> ToolResult | None:
-        """None: the remote backend asks for no tasks (its held calls name none)."""
-        return None
+        tasks = self._tasks or RemoteTasks(self._timeout)
+        return await tasks.outcome(self._mcp(), task_id, timeout=timeout)
 
     @staticmethod
     def _auth(token: str) -> dict[str, str]:

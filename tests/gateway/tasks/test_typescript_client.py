@@ -41,6 +41,7 @@ from surface_support import STARTUP_WAIT
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
 
+pytestmark = pytest.mark.timeout(360)  # the module's npm install counts towards its first test
 NPM = shutil.which("npm")
 PACKAGES = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server-everything")
 SCRIPT = HARNESS / "node" / "ts_tasks_client.mjs"
