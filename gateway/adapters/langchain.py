@@ -24,7 +24,10 @@ decides as the calling agent (its ``principal`` or ``token``).
 
 In a LangChain 1.x ``create_agent`` agent, `gateway.adapters.middleware.LockgateMiddleware`
 asks about all the held calls of a model turn in one interrupt, in ``HumanInTheLoopMiddleware``'s
-shape; without it each held call is asked on its own, in the shape above.
+shape; in a plain LangGraph graph its ``tool_node(tools)`` and ``review_node()`` do the same.
+In a plain ``ToolNode(tools)`` each held call is asked on its own, in the shape above (a
+``ToolNode`` has no step after all of a message's calls, and re-runs them all on resume: see
+docs/approvals.md).
 
 Sync use (``tool.invoke``, ``graph.invoke``) runs the gateway's calls through an anyio blocking
 portal: the toolkit's own when opened with ``with`` (remote gateways), or the ``portal=`` the

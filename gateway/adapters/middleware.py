@@ -38,6 +38,16 @@ the gateway sees the call, so its pauses are not the gateway's held calls: not o
 on the page, and blind to the policy's conditions (arguments, session, labels). Here the policy
 decides, and the review is of the gateway's pending calls.
 
+A graph built without ``create_agent`` uses the same object: `LockgateMiddleware.tool_node`
+is a LangGraph ``ToolNode`` with these hooks (``wrap_tool_call``), and
+`LockgateMiddleware.review_node` is the node to run after it, which asks about the held calls of
+the last AI message as ``before_model`` does here::
+
+    review = LockgateMiddleware(toolkit)
+    builder.add_node("tools", review.tool_node(await toolkit.aget_tools()))
+    builder.add_node("review", review.review_node())
+    builder.add_edge("tools", "review")
+
 One toolkit per middleware: held calls of other tools (not of this toolkit) are not reviewed.
 """
 
@@ -50,6 +60,9 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ToolCallRequest
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -123,6 +136,28 @@ class LockgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Ask about the last turn's held calls (sync agents: through the toolkit's portal)."""
+        return self.review_turn(state)
+
+    async def abefore_model(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Ask about the last turn's held calls, in one interrupt."""
+        return await self.areview_turn(state)
+
+    def tool_node(self, tools: Sequence[BaseTool]) -> ToolNode:
+        """A LangGraph ``ToolNode`` running ``tools`` whose held calls are left for the turn's
+        review (follow it with `review_node`), for graphs built without ``create_agent``."""
+        return ToolNode(
+            list(tools), wrap_tool_call=self.wrap_tool_call, awrap_tool_call=self.awrap_tool_call
+        )
+
+    def review_node(self) -> RunnableLambda[Mapping[str, Any], dict[str, Any] | None]:
+        """The graph node after a `tool_node`: one interrupt for all the held calls of the last
+        AI message, then their outcomes in place of their "pending" tool messages."""
+        return RunnableLambda(self.review_turn, afunc=self.areview_turn, name="lockgate_review")
+
+    def review_turn(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """`areview_turn` for sync graphs (through the toolkit's portal)."""
         held = _held_of_turn(state["messages"])
         if not held:
             return None
@@ -134,10 +169,9 @@ class LockgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
         return self.toolkit.blocking(self._review(held, ask))
 
-    async def abefore_model(
-        self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Ask about the last turn's held calls, in one interrupt."""
+    async def areview_turn(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Ask about the held calls of the state's last AI message in one interrupt; their
+        outcomes as tool messages replacing theirs (None when none is held)."""
         held = _held_of_turn(state["messages"])
         return await self._review(held, interrupt) if held else None
 

@@ -56,3 +56,13 @@ def ship(parcel: Parcel, speed: Literal["standard", "express"]) -> str:
     """
     EXECUTED.append(("ship", {"parcel": dict(parcel), "speed": speed}))
     return f"shipped {parcel['weight_kg']} kg to {parcel['to']['city']} ({speed})"
+
+
+def note(text: str) -> str:
+    """Note a line (allowed by the suite's policies: a call that is never held).
+
+    Args:
+        text: What to note.
+    """
+    EXECUTED.append(("note", {"text": text}))
+    return text

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from langgraph.prebuilt import ToolNode
 from paths import TESTS
 from support import echo_upstream, write_config
 
+from gateway.adapters.langchain import GatewayToolkit
 from toolsets.context import Principal
 
 POLICY = TESTS / "e2e" / "langgraph" / "fixtures" / "policy.yaml"
@@ -29,6 +31,8 @@ AGENT_TOKENS = {
     "http-modern": "token-modern",
 }
 THREAD = {"configurable": {"thread_id": "t1"}}
+Toolkits = Callable[..., contextlib.AbstractAsyncContextManager[GatewayToolkit]]
+"""The ``toolkit`` fixture (conftest.py): opens the gateway's toolkit on the test's backend."""
 
 
 def agent_of(backend: str) -> Principal:
@@ -79,7 +83,7 @@ def graph_config_at(directory: Path, policy: Path) -> Path:
     local = {
         "name": "local",
         "transport": "python",
-        "functions": ["graph_tools:transfer", "graph_tools:ship"],
+        "functions": ["graph_tools:transfer", "graph_tools:ship", "graph_tools:note"],
     }
     auth = {
         "agents": [{"id": agent_of(b).id, "token": t} for b, t in AGENT_TOKENS.items()],

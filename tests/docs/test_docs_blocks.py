@@ -172,6 +172,9 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("docs/approvals.md", "from langchain.agents import create_agent"): "needs a chat model "
     "that calls tools (`model` is the reader's); the same agent runs with a scripted model in "
     "tests/e2e/langgraph/test_hitl_middleware.py",
+    ("docs/approvals.md", "from langgraph.checkpoint.memory import InMemorySaver"): "needs a "
+    "model node and a router (`call_model`, `needs_tools` are the reader's); the same tool and "
+    "review nodes run in tests/e2e/langgraph/test_tool_node_turn.py",
     ("docs/clients.md", "from gateway.adapters import RemoteGateway"): "needs an OpenAI "
     "client and key (`openai_client`, `MODEL`, `messages` are the reader's)",
     ("docs/getting-started.md", "./scripts/test"): "runs the whole suite, this test among it",

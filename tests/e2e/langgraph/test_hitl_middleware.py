@@ -5,8 +5,7 @@ HTTP in both MCP eras: the held calls of a model turn are one interrupt in
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from lg_support import (
     AGENT_TOKENS,
-    BACKENDS,
-    OPS,
     OPS_TOKEN,
     THREAD,
+    Toolkits,
     agent_of,
     graph_config_at,
     interrupt_of,
@@ -70,7 +68,6 @@ PARCEL = {
     "parcel": {"weight_kg": 2.0, "to": {"street": "Main 1", "city": "Oslo"}},
     "speed": "standard",
 }
-Toolkits = Callable[..., contextlib.AbstractAsyncContextManager[GatewayToolkit]]
 
 
 class ScriptedModel(BaseChatModel):
@@ -133,39 +130,11 @@ def graph_config(tmp_path: Path) -> Path:
     return graph_config_at(tmp_path, policy)
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def toolkit(gateway: Gateway, gateway_url: str, backend: str) -> Toolkits:
-    """Opens the gateway's toolkit on ``backend``, deciding as the operator (or as the agent)."""
-
-    @contextlib.asynccontextmanager
-    async def open_toolkit(*, approver: bool = True) -> AsyncIterator[GatewayToolkit]:
-        if backend == "inprocess":
-            kit = GatewayToolkit.from_gateway(
-                gateway, principal=agent_of(backend), approver=OPS if approver else None
-            )
-        else:
-            kit = GatewayToolkit.from_url(
-                gateway_url,
-                token=AGENT_TOKENS[backend],
-                approver_token=OPS_TOKEN if approver else None,
-                mode="legacy" if backend == "http-legacy" else "auto",
-            )
-        async with kit:
-            yield kit
-
-    return open_toolkit
-
-
 async def test_two_held_calls_of_a_turn_are_one_interrupt_and_one_reply_runs_only_the_approved(
     toolkit: Toolkits, gateway: Gateway
 ) -> None:
     model = calling(
-        ("local__transfer", TO_A1), ("echo__echo", {"text": "hi"}), ("local__transfer", TO_B2)
+        ("local__transfer", TO_A1), ("local__note", {"text": "hi"}), ("local__transfer", TO_B2)
     )
     async with toolkit() as kit:
         graph = agent(model, kit, await kit.aget_tools())
@@ -190,10 +159,10 @@ async def test_two_held_calls_of_a_turn_are_one_interrupt_and_one_reply_runs_onl
         assert [(r.state, r.rule_id) for r in records if r] == 2 * [
             ("pending", "transfers-need-ops")
         ]
-        assert graph_tools.EXECUTED == []
+        assert graph_tools.EXECUTED == [("note", {"text": "hi"})]
         reply = {"decisions": [{"type": "approve"}, {"type": "reject", "message": "Not B2."}]}
         state = await graph.ainvoke(Command(resume=reply), THREAD)
-    assert graph_tools.EXECUTED == [("transfer", {**TO_A1, "currency": "EUR"})]
+    assert graph_tools.EXECUTED[1:] == [("transfer", {**TO_A1, "currency": "EUR"})]
     messages = tool_messages(state)
     assert (messages["c1"].status, messages["c1"].artifact["status"]) == ("success", "sent")
     assert (messages["c3"].content, messages["c3"].status) == ("Not B2.", "error")

@@ -5,7 +5,6 @@ and over HTTP in both MCP eras."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -14,12 +13,8 @@ import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 from lg_support import (
-    AGENT_TOKENS,
-    BACKENDS,
-    OPS,
-    OPS_TOKEN,
     THREAD,
-    agent_of,
+    Toolkits,
     asks,
     interrupt_of,
     last_tool_message,
@@ -27,39 +22,9 @@ from lg_support import (
     tool_graph,
 )
 
-from gateway.adapters.langchain import GatewayToolkit
 from gateway.gateway import Gateway
 
-Toolkits = Callable[..., contextlib.AbstractAsyncContextManager[GatewayToolkit]]
 TRANSFER = {"account": "A1", "amount": 5}
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def toolkit(gateway: Gateway, gateway_url: str, backend: str) -> Toolkits:
-    """Opens the gateway's toolkit on ``backend``, deciding as the operator (or not)."""
-
-    @contextlib.asynccontextmanager
-    async def open_toolkit(*, approver: bool = True) -> AsyncIterator[GatewayToolkit]:
-        if backend == "inprocess":
-            kit = GatewayToolkit.from_gateway(
-                gateway, principal=agent_of(backend), approver=OPS if approver else None
-            )
-        else:
-            kit = GatewayToolkit.from_url(
-                gateway_url,
-                token=AGENT_TOKENS[backend],
-                approver_token=OPS_TOKEN if approver else None,
-                mode="legacy" if backend == "http-legacy" else "auto",
-            )
-        async with kit:
-            yield kit
-
-    return open_toolkit
 
 
 async def test_tools_keep_names_descriptions_and_whole_json_schemas(
@@ -82,7 +47,10 @@ async def test_tools_keep_names_descriptions_and_whole_json_schemas(
         assert about["pin"] == catalogue["local__ship"].pin
 
 
-async def test_an_allowed_call_returns_content_and_structured_artifact(toolkit: Toolkits) -> None:
+async def test_an_allowed_call_returns_content_and_structured_artifact(
+    gateway: Gateway, toolkit: Toolkits
+) -> None:
+    assert await gateway.wait_ready(30)  # the echo upstream starts in the background
     async with toolkit() as kit:
         graph = tool_graph(await kit.aget_tools())
         state = await graph.ainvoke(asks("echo__echo", {"text": "hi"}), THREAD)
