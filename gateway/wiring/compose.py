@@ -50,7 +50,7 @@ from gateway.tasks.service import TaskService
 from gateway.telemetry import build_telemetry
 from gateway.vault import Vault
 from gateway.wiring.chain import call_chain
-from gateway.wiring.connect import bind_gate, connect_gate, with_connections
+from gateway.wiring.connect import connect_gate, connected
 from gateway.wiring.credentials import build_pool
 from gateway.wiring.events import event_parts
 from gateway.wiring.external import external_toolset
@@ -309,13 +309,10 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
     validators = SchemaValidators()
     approvals = _approvals(config, built, validators, telemetry)
     holding, sessions, events = Holding(), built.sessions, built.events
-    if built.connect is not None and built.vault is not None:  # its held calls are pending calls
-        bind_gate(built.connect, approvals.store, built.events.recorder.record, built.vault)
     root, decider = _chain(
         config, built, approvals, validators, holding=holding, telemetry=telemetry
     )
-    if built.vault is not None:  # policies read principal.connections
-        root = with_connections(root, built.vault)
+    root = connected(root, built.vault, built.connect, approvals.store, events.recorder.record)
     guard = PolicyResourceGuard(
         approvals,
         events.recorder,

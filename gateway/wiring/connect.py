@@ -10,7 +10,7 @@ from gateway.connect.principal_connections import PrincipalConnections, VaultCon
 from gateway.vault import Vault
 from toolsets.abstract import Toolset
 
-__all__ = ["base_url", "bind_gate", "connect_gate", "with_connections"]
+__all__ = ["base_url", "bind_gate", "connect_gate", "connected", "with_connections"]
 
 
 def base_url(config: GatewayConfig) -> str:
@@ -49,3 +49,19 @@ def with_connections(root: Toolset, vault: Vault) -> Toolset:
     connections = VaultConnections(vault)
     vault.listeners.append(connections.changed)
     return PrincipalConnections(root, connections)
+
+
+def connected(
+    root: Toolset,
+    vault: Vault | None,
+    gate: ConnectGate | None,
+    store: PendingStore,
+    record: Record,
+) -> Toolset:
+    """With a vault: ``gate`` bound (its held calls are pending calls in ``store``) and
+    ``root`` telling policies ``principal.connections``; else ``root`` as it is."""
+    if vault is None:
+        return root
+    if gate is not None:
+        bind_gate(gate, store, record, vault)
+    return with_connections(root, vault)
