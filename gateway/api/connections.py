@@ -91,7 +91,7 @@ class _Connections:
 
     async def everyone(self, request: Request, who: Principal) -> Response:
         found = await self._vault().connections() if self.vault is not None else []
-        visible = [c for c in found if who.tenant is None or _tenant_of(c.principal, who)]
+        visible = [c for c in found if _tenant_of(c.principal, who)]
         return JSONResponse({"items": [c.to_json() for c in visible]})
 
     async def delete(self, request: Request, who: Principal) -> Response:
@@ -121,7 +121,9 @@ class _Connections:
 
 def _tenant_of(principal: str, who: Principal) -> bool:
     """A connection's principal is keyed with its tenant (`principal_key`): an approver of a
-    tenant sees that tenant's connections only."""
+    tenant sees that tenant's connections only, and one without a tenant the untenanted ones."""
+    if who.tenant is None:
+        return TENANT_SEPARATOR not in principal
     return principal.startswith(f"{who.tenant}{TENANT_SEPARATOR}")
 
 

@@ -7,24 +7,29 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx2
 import pytest
 from credentials_support import AGENTS, SECRETS, credentials_config, rest, secret_stdio, vault_keys
 from playwright.async_api import Browser, expect
 from support import serve_asgi
-from web_support import Site, new_page, screenshot
+from web_support import Site, marker, new_page, screenshot
 
 from gateway import Gateway
 from gateway.http.app import build_app
 
 OPERATOR_TOKEN = "connections-operator-token"
+ACME_TOKEN = "connections-acme-operator-token"
+CAROL_TOKEN = "carol-of-acme-agent-token"
 
 
 @pytest.fixture
 async def site(tmp_path: Path) -> AsyncIterator[Site]:
     agents = [{"id": id, "token": token} for id, token in AGENTS.items()]
+    agents.append({"id": "agent:carol", "token": CAROL_TOKEN, "tenant": "acme"})
     operator = {"id": "user:olga", "token": OPERATOR_TOKEN, "roles": ["operator"]}
+    tina = {"id": "user:tina", "token": ACME_TOKEN, "roles": ["operator"], "tenant": "acme"}
     with vault_keys():
-        auth = {"agents": agents, "approvers": [operator]}
+        auth = {"agents": agents, "approvers": [operator, tina]}
         config = credentials_config(tmp_path, [secret_stdio("local")], auth=auth)
         gateway = Gateway.from_config(config)
         async with serve_asgi(build_app(gateway)) as url:
@@ -50,3 +55,23 @@ async def test_an_operator_sees_who_is_connected_to_what_and_never_the_secret(
         await screenshot(page, "console-connections.png")
         html = await page.content()
     assert SECRETS["agent:alice"] not in html
+
+
+def _client(site: Site, token: str) -> httpx2.AsyncClient:
+    headers = {"Authorization": f"Bearer {token}"}
+    return httpx2.AsyncClient(base_url=site.url, headers=headers, timeout=60)
+
+
+async def test_an_operator_sees_the_connections_of_its_own_tenant_only(site: Site) -> None:
+    async with rest(site.url, "agent:alice") as alice, _client(site, CAROL_TOKEN) as carol:
+        for agent in (alice, carol):
+            put = await agent.put("/api/connections/local", json={"secret": marker("s")})
+            assert put.status_code == 200, put.text
+    seen: dict[str, list[str]] = {}
+    for token in (OPERATOR_TOKEN, ACME_TOKEN):
+        async with _client(site, token) as operator:
+            items = (await operator.get("/api/connections/all")).json()["items"]
+        seen[token] = [item["principal"] for item in items]
+    assert seen[OPERATOR_TOKEN] == ["agent:alice"]  # untenanted: not acme's carol
+    (acme,) = seen[ACME_TOKEN]
+    assert acme.endswith("agent:carol")
