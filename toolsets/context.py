@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANONYMOUS",
+    "Bearer",
     "CallContext",
     "ClientInfo",
     "ElicitCallback",
@@ -40,6 +41,35 @@ class ProgressCallback(Protocol):
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
 
 
+class Bearer:
+    """The bearer token a caller presented at the edge (a JWT ``auth.jwt`` accepted), held only
+    for the token exchange (``credentials.mode: token_exchange``): it never prints, compares,
+    copies or pickles as its value; `reveal` is the one way to read it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The token itself: for the token endpoint's request body, nowhere else."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Bearer(<redacted>)"
+
+    __str__ = __repr__
+
+    def __copy__(self) -> Bearer:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Bearer:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a caller's bearer token is never serialized")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Principal:
     """An authenticated caller (agent or user) as resolved at the edge.
@@ -55,6 +85,8 @@ class Principal:
         connections: The servers with per-caller credentials it has connected, as the chain
             learned them for this call (`gateway.connect`); policies read
             ``principal.connections``.
+        bearer: The JWT it presented (`Bearer`), for a ``token_exchange`` upstream; None for a
+            static token, stdio and in-process callers. Never in an event, log or record.
     """
 
     id: str
@@ -63,6 +95,7 @@ class Principal:
     tenant: str | None = None
     scopes: frozenset[str] = frozenset()
     connections: frozenset[str] = frozenset()
+    bearer: Bearer | None = field(default=None, repr=False, compare=False)
 
 
 ANONYMOUS = Principal(id="anonymous")

@@ -36,7 +36,7 @@ from gateway.auth.jwks import key_problem, signing_keys
 from gateway.config.events import EventFilter
 from gateway.config.jwt import CLASSES, CredentialClass, JwtIssuerConfig, claim_at
 from gateway.config.model import GatewayConfig
-from toolsets.context import Principal
+from toolsets.context import Bearer, Principal
 from toolsets.errors import LockgateError
 
 __all__ = ["JwtIdentity", "JwtVerifier", "TokenRefused", "check_identity", "looks_like_jwt"]
@@ -145,7 +145,7 @@ class _Issuer:
                 raise TokenRefused(_reason(exc, self.config)) from None
         raise TokenRefused(_reason(problem, self.config))
 
-    def identity(self, claims: dict[str, Any]) -> JwtIdentity:
+    def identity(self, claims: dict[str, Any], token: str) -> JwtIdentity:
         config = self.config
         subject = _name(claims, config.subject_claim)
         roles = self._roles(claims)
@@ -156,6 +156,7 @@ class _Issuer:
             claims=self._claims(claims),
             tenant=self._tenant(claims),
             scopes=scopes,
+            bearer=Bearer(token),  # for a token_exchange upstream, never printed
         )
         return JwtIdentity(principal, self._classes(scopes, roles), config.events)
 
@@ -229,7 +230,7 @@ class JwtVerifier:
             raise TokenRefused(f"algorithm not accepted for this issuer (accepted: {accepted})")
         if kid is not None and not isinstance(kid, str):
             raise TokenRefused("malformed token ('kid' is not a string)")
-        return issuer.identity(await issuer.verify(token, alg, kid))
+        return issuer.identity(await issuer.verify(token, alg, kid), token)
 
     async def prefetch(self) -> None:
         """Fetch every issuer's JWKS once, concurrently (failures are logged, not raised)."""

@@ -28,6 +28,8 @@ def _server_problem(server: ServerConfig) -> tuple[str, str] | None:
         return "mode", f"a {server.transport} server has no upstream credentials: use shared"
     if credentials.mode == "oauth":
         return _oauth_problem(server)
+    if credentials.mode == "token_exchange":
+        return _exchange_problem(server)
     if server.transport == "stdio":
         if credentials.env is None:
             return "env", "a stdio server in secret mode needs 'env' (the variable to set)"
@@ -54,6 +56,25 @@ def _oauth_problem(server: ServerConfig) -> tuple[str, str] | None:
         name = client.secret.removeprefix("env:")
         if not os.environ.get(name):
             return "client.secret", f"environment variable {name} (the client secret) is not set"
+    return None
+
+
+def _exchange_problem(server: ServerConfig) -> tuple[str, str] | None:
+    """(key, problem) of one server's token_exchange mode, or None."""
+    credentials = server.credentials
+    if server.transport == "stdio":
+        return "mode", "a stdio server takes no bearer token: use secret (env) or shared"
+    if credentials.exchange is None:
+        return "exchange", "token_exchange mode needs 'exchange' (issuer or token_endpoint, client)"
+    for key in ("header", "env"):
+        if getattr(credentials, key) is not None:
+            return key, f"token_exchange sends the exchanged token itself: remove {key!r}"
+    name = credentials.exchange.client.secret.removeprefix("env:")
+    if not os.environ.get(name):
+        return (
+            "exchange.client.secret",
+            f"environment variable {name} (the client secret) is not set",
+        )
     return None
 
 

@@ -6,7 +6,8 @@ secret`` injects a per-principal secret, kept in the encrypted vault, as an HTTP
 upstream connection per (server, principal). ``mode: oauth`` has each principal connect their own
 account with the MCP authorization flow (`OAuthSettings`: scopes, a pre-registered ``client`` or a
 Client ID Metadata Document URL, else dynamic registration); the tokens live in the vault.
-``token_exchange`` is not built yet: it is refused by name, so nobody believes it works.
+``mode: token_exchange`` exchanges each caller's identity-provider JWT for a token whose audience
+is the upstream (RFC 8693; ``exchange``: `TokenExchangeConfig`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, field_validator
 
 from gateway.config._strict import Strict
+from gateway.config.token_exchange import TokenExchangeConfig
 
 __all__ = [
     "KEY_FORM",
@@ -29,7 +31,7 @@ __all__ = [
     "vault_key_problem",
 ]
 
-NOT_YET: Final = frozenset({"token_exchange"})
+NOT_YET: Final[frozenset[str]] = frozenset()
 KEY_FORM: Final = "32 random bytes in base64, e.g. `openssl rand -base64 32`"
 
 
@@ -55,13 +57,13 @@ class OAuthClientConfig(Strict):
 class CredentialsConfig(Strict):
     """How the gateway authenticates to one upstream (``servers[].credentials``)."""
 
-    mode: Literal["shared", "secret", "oauth"] = Field(
+    mode: Literal["shared", "secret", "oauth", "token_exchange"] = Field(
         "shared",
         description=(
             "shared: the server's headers/env for every caller; secret: each principal's own "
             "secret from the vault; oauth: each principal connects their own account (MCP "
-            "authorization, tokens in the vault); one connection per principal for both "
-            "(token_exchange: not yet supported)."
+            "authorization, tokens in the vault); token_exchange: each caller's JWT exchanged "
+            "at the identity provider (RFC 8693); one connection per principal but for shared."
         ),
     )
     scopes: list[str] = Field(
@@ -81,6 +83,9 @@ class CredentialsConfig(Strict):
             "oauth: the https URL of the gateway's Client ID Metadata Document, used as its "
             "client_id where the authorization server supports it (tried first)."
         ),
+    )
+    exchange: TokenExchangeConfig | None = Field(
+        None, description="token_exchange: the identity provider and the gateway's client there."
     )
     client_name: str = Field(
         "lockgate", min_length=1, description="oauth: the client name shown on consent pages."
@@ -123,7 +128,7 @@ class CredentialsConfig(Strict):
         if value in NOT_YET:
             raise ValueError(
                 f"credentials mode {value!r} is not yet supported (available: shared, secret, "
-                "oauth)"
+                "oauth, token_exchange)"
             )
         return value
 

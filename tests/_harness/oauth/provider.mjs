@@ -6,7 +6,7 @@
 // Settings: port, clients (pre-registered client metadata), users ({login: password}),
 // resource_scopes (scopes of every resource server), access_token_ttl (seconds),
 // rotate_refresh_tokens (bool), exchange_audiences (resources the token-exchange grant may
-// target; empty: any).
+// target; empty: any), exchange_refused (subjects whose tokens it never exchanges).
 //
 // Besides what oidc-provider does out of the box (authorization code + PKCE, dev login and
 // consent pages, dynamic registration, client credentials, refresh, revocation, introspection,
@@ -106,6 +106,9 @@ async function tokenExchange(ctx) {
     ({ payload: subject } = await jose.jwtVerify(params.subject_token, ownKeys, { issuer }));
   } catch {
     throw new errors.InvalidGrant('subject_token is invalid or expired');
+  }
+  if ((settings.exchange_refused ?? []).includes(subject.sub)) {
+    throw new errors.InvalidGrant(`${subject.sub} may not act through this client`);
   }
   const body = await issue(ctx, subject.sub, TOKEN_EXCHANGE);
   ctx.body = { ...body, issued_token_type: ACCESS_TOKEN_TYPE };

@@ -57,6 +57,13 @@ class Provider:
     client_id: str = CLIENT_ID
     client_secret: str = CLIENT_SECRET
     users: Mapping[str, str] = field(default_factory=lambda: dict(USERS))
+    process: anyio.abc.Process | None = field(default=None, repr=False, compare=False)
+
+    async def stop(self) -> None:
+        """Stop the provider now (it is down until the block ends): its endpoints refuse."""
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
 
     @property
     def token_endpoint(self) -> str:
@@ -122,6 +129,7 @@ async def oidc_provider(
     access_token_ttl: int = 300,
     rotate_refresh_tokens: bool = True,
     exchange_audiences: Sequence[str] = (),
+    exchange_refused: Sequence[str] = (),
     port: int | None = None,
 ) -> AsyncIterator[Provider]:
     """Run the provider until the block ends.
@@ -132,6 +140,7 @@ async def oidc_provider(
         access_token_ttl: seconds every access token lives (short ones exercise refresh).
         rotate_refresh_tokens: a refresh gives a new refresh token (and spends the old one).
         exchange_audiences: the resources token exchange may target; empty: any.
+        exchange_refused: users whose tokens it refuses to exchange (``invalid_grant``).
         port: where to listen (a free port by default).
     """
     port = port or free_port()
@@ -150,19 +159,19 @@ async def oidc_provider(
         "access_token_ttl": access_token_ttl,
         "rotate_refresh_tokens": rotate_refresh_tokens,
         "exchange_audiences": list(exchange_audiences),
+        "exchange_refused": list(exchange_refused),
     }
     package = provider_package(tmp_path_factory)
     argv = [NODE, str(SCRIPT), str(package), json.dumps(settings)]
     process = await anyio.open_process(argv, stdout=subprocess.PIPE, stderr=None)
     try:
-        provider = Provider(f"http://127.0.0.1:{port}")
+        provider = Provider(f"http://127.0.0.1:{port}", process=process)
         await _ready(process, provider)
         yield provider
     finally:
-        process.terminate()
         with anyio.CancelScope(shield=True):
-            await process.wait()
-        await process.aclose()
+            await provider.stop()
+            await process.aclose()
 
 
 async def _ready(process: anyio.abc.Process, provider: Provider) -> None:

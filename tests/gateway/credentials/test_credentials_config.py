@@ -1,5 +1,5 @@
-"""The config of per-caller credentials: every mistake is named by file, line and key, and
-the modes not built yet (token_exchange) are refused by name rather than ignored."""
+"""The config of per-caller credentials: every mistake is named by file, line and key (a
+token_exchange server's too)."""
 
 from __future__ import annotations
 
@@ -23,14 +23,52 @@ def _issues(config: Path) -> list[tuple[int | None, str, str]]:
     return [(i.line, i.key, i.message) for i in raised.value.issues]
 
 
-@pytest.mark.parametrize("mode", ["token_exchange"])
-def test_a_mode_not_built_yet_is_refused_by_name(tmp_path: Path, mode: str) -> None:
-    server = {**WEB, "credentials": {"mode": mode}}
+EXCHANGE = {"issuer": "http://127.0.0.1:9", "client": {"id": "gw", "secret": "env:GW_SECRET"}}
+
+
+@pytest.mark.parametrize(
+    ("server", "key", "problem"),
+    [
+        pytest.param(
+            {**WEB, "credentials": {"mode": "token_exchange"}},
+            "servers.0.credentials.exchange",
+            "needs 'exchange' (issuer or token_endpoint, client)",
+            id="without-exchange",
+        ),
+        pytest.param(
+            {**secret_stdio("local"), "credentials": {"mode": "token_exchange"}},
+            "servers.0.credentials.mode",
+            "a stdio server takes no bearer token",
+            id="stdio",
+        ),
+        pytest.param(
+            {**WEB, "credentials": {"mode": "token_exchange", "exchange": EXCHANGE}},
+            "servers.0.credentials.exchange.client.secret",
+            "environment variable GW_SECRET (the client secret) is not set",
+            id="secret-unset",
+        ),
+        pytest.param(
+            {
+                **WEB,
+                "credentials": {
+                    "mode": "token_exchange",
+                    "exchange": {**EXCHANGE, "token_endpoint": "http://127.0.0.1:9/token"},
+                },
+            },
+            "servers.0.credentials.exchange",
+            "give exactly one of 'issuer' (discovery) and 'token_endpoint'",
+            id="issuer-and-endpoint",
+        ),
+    ],
+)
+def test_a_token_exchange_mistake_is_named_at_its_key(
+    tmp_path: Path, server: dict[str, Any], key: str, problem: str
+) -> None:
     with vault_keys():
-        [(line, key, message)] = _issues(credentials_config(tmp_path, [server]))
-    assert key == "servers.0.credentials.mode"
+        [(line, found, message)] = _issues(credentials_config(tmp_path, [server]))
+    assert found == key
     assert line is not None
-    assert f"credentials mode {mode!r} is not yet supported" in message
+    assert problem in message
 
 
 @pytest.mark.parametrize(
