@@ -2,7 +2,11 @@
 SDK's ``CallToolResult`` check never sees the ``CreateTaskResult``), ``tasks/get``,
 ``tasks/result``, ``tasks/cancel``, ``tasks/list``, and status notifications to the task's owner:
 the 2025-11-25 session that created it, or a 2026-07-28 ``subscriptions/listen`` stream of the
-same principal naming it (`gateway.mcp.task_listen`).
+same principal naming it (`gateway.mcp.task_listen`). 2026-07-28's ``tasks/update`` is relayed
+to the server running the task, under the same ownership check, and ``tasks/get`` of a task that
+waits for input carries the server's ``inputRequests`` (those of the requests its config relays,
+``client_requests``). 2025-11-25 has no ``tasks/update``: an input-required task's requests come
+over ``tasks/result`` there, which the gateway does not relay.
 
 A call asks for a task with ``params.task`` (2025-11-25) or by declaring the
 ``io.modelcontextprotocol/tasks`` extension in its request's client capabilities (2026-07-28:
@@ -14,6 +18,7 @@ support) is answered with a gateway-owned task that has already ended with that 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +41,7 @@ from gateway.tasks.wire import (
     status_notification,
     task_fields,
 )
+from toolsets.errors import LockgateError
 from toolsets.upstream.tasks import TASKS_EXTENSION, TaskAsk
 
 if TYPE_CHECKING:
@@ -43,7 +49,9 @@ if TYPE_CHECKING:
 
     from gateway.mcp.server import Downstream
 
-__all__ = ["TaskHandlers"]
+__all__ = ["TaskHandlers", "UpdateTaskParams"]
+
+log = logging.getLogger("lockgate.tasks")
 
 Ctx = ServerRequestContext[Any]
 
@@ -56,6 +64,17 @@ def _declares_tasks(meta: Mapping[str, Any] | None) -> bool:
     declared = (meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
     extensions = declared.get("extensions") if isinstance(declared, dict) else None
     return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+class UpdateTaskParams(types.RequestParams):
+    """2026-07-28's ``tasks/update`` params (the Tasks extension; no SDK type)."""
+
+    task_id: str
+    input_responses: dict[str, Any]
+
+
+_RELAYED = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling"}
+_RELAYED["roots/list"] = "roots"
 
 
 def _not_found() -> MCPError:
@@ -89,6 +108,7 @@ class TaskHandlers:
         server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self.result)
         server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.cancel)
         server.add_request_handler("tasks/list", types.PaginatedRequestParams, self.list)
+        server.add_request_handler("tasks/update", UpdateTaskParams, self.update)
         server.middleware.append(self.intercept)
         server.middleware.append(self.listen.intercept)
 
@@ -157,8 +177,55 @@ class TaskHandlers:
             raise _not_found() from None
 
     async def get(self, ctx: Ctx, params: types.GetTaskRequestParams) -> dict[str, Any]:
-        """``tasks/get``: the task (2026-07-28: its result or error inlined)."""
-        return detailed_task(await self._find(ctx, params.task_id), modern=_modern(ctx))
+        """``tasks/get``: the task (2026-07-28: its result or error inlined, or the server's
+        input requests of a task waiting for input)."""
+        record = await self._find(ctx, params.task_id)
+        task = detailed_task(record, modern=_modern(ctx))
+        if _modern(ctx) and record.status == "input_required":
+            asked = await self._input_requests(record)
+            if asked:
+                task["inputRequests"] = asked
+        return task
+
+    async def _input_requests(self, record: TaskRecord) -> dict[str, Any]:
+        """The input requests the server asks of ``record``'s client, of the kinds its config
+        relays (none for a task the gateway owns)."""
+        upstream = self.downstream.gateway.parts.upstreams.get(record.upstream or "")
+        if upstream is None or record.upstream_task_id is None:
+            return {}
+        try:
+            asked = (await upstream.tasks.get(record.upstream_task_id)).input_requests or {}
+        except Exception as exc:  # shown as the status the store has: the client polls again
+            log.debug("task %s: input requests not read: %r", record.id, exc)
+            return {}
+        allowed = upstream.requests.allowed
+        return {
+            key: request
+            for key, request in asked.items()
+            if isinstance(request, dict) and _RELAYED.get(request.get("method", "")) in allowed
+        }
+
+    async def update(self, ctx: Ctx, params: UpdateTaskParams) -> dict[str, Any]:
+        """``tasks/update`` (2026-07-28): answers to a task's input requests, relayed to the
+        server running it."""
+        if not _modern(ctx):
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        record = await self._find(ctx, params.task_id)
+        upstream = self.downstream.gateway.parts.upstreams.get(record.upstream or "")
+        if record.approval_id is not None or upstream is None or not record.upstream_task_id:
+            message = (
+                f"Task {record.id} waits for an approver's decision, not for input: "
+                "the approvers decide on the approvals page, the CLI or the REST API."
+            )
+            raise MCPError(code=types.INVALID_PARAMS, message=message)
+        if record.status != "input_required":
+            message = f"Task {record.id} is not waiting for input (status '{record.status}')."
+            raise MCPError(code=types.INVALID_PARAMS, message=message)
+        try:
+            await upstream.tasks.update(record.upstream_task_id, params.input_responses)
+        except LockgateError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        return self._stamped({"resultType": "complete"})
 
     async def result(self, ctx: Ctx, params: types.GetTaskPayloadRequestParams) -> dict[str, Any]:
         """``tasks/result`` (2025-11-25): waits for the end; the ``CallToolResult``."""

@@ -1,6 +1,7 @@
 """Tasks on an upstream server, in either era: a task-augmented ``tools/call`` (2025-11-25's
 ``params.task``, or 2026-07-28's ``io.modelcontextprotocol/tasks`` extension declared in the
-request's client capabilities) and ``tasks/get``, ``tasks/result``, ``tasks/cancel``.
+request's client capabilities) and ``tasks/get``, ``tasks/result``, ``tasks/cancel``, and
+2026-07-28's ``tasks/update`` (answers to an ``input_required`` task's input requests).
 
 `TaskAsk` travels down the call chain in `CallContext.task`: the gateway's task layer asks the
 upstream for a task, and the upstream call fills in the task the server created. Requests go
@@ -69,6 +70,8 @@ class UpstreamTask:
     poll_interval_ms: int | None = None
     result: Mapping[str, Any] | None = None
     error: Mapping[str, Any] | None = None
+    input_requests: Mapping[str, Any] | None = None
+    """2026-07-28: what an ``input_required`` task asks of the client, by key."""
 
 
 def parse_task(raw: Mapping[str, Any]) -> UpstreamTask:
@@ -94,7 +97,12 @@ def parse_task(raw: Mapping[str, Any]) -> UpstreamTask:
         poll_interval_ms=poll if isinstance(poll, int) else None,
         result=body.get("result") if isinstance(body.get("result"), dict) else None,
         error=body.get("error") if isinstance(body.get("error"), dict) else None,
+        input_requests=_mapping(body.get("inputRequests")),
     )
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,6 +235,16 @@ class UpstreamTasks:
             UpstreamError: the server is down.
         """
         await self._request("tasks/cancel", {"taskId": task_id})
+
+    async def update(self, task_id: str, input_responses: Mapping[str, Any]) -> None:
+        """2026-07-28's ``tasks/update``: answers to the task's input requests, by key.
+
+        Raises:
+            MCPError: the server answered with an error.
+            UpstreamError: the server is down.
+        """
+        params = {"taskId": task_id, "inputResponses": dict(input_responses)}
+        await self._request("tasks/update", params, raw_call=True)
 
     def _capabilities(self) -> dict[str, Any]:
         pipe = self._connection.pipe
