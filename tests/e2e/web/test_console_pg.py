@@ -23,6 +23,7 @@ from gateway.http.app import build_app
 from toolsets import CallContext, Principal
 
 OPERATOR_TOKEN = "pg-operator-token-for-tests"
+ACME_TOKEN = "pg-acme-operator-token-for-tests"
 CANDIDATE = """version: 1
 defaults: {effect: allow}
 rules:
@@ -46,12 +47,13 @@ class Cluster:
 def _config(directory: Path, schema: str) -> Path:
     directory.mkdir()
     operator = {"id": "user:olga", "token": OPERATOR_TOKEN, "roles": ["operator"]}
+    tina = {"id": "user:tina", "token": ACME_TOKEN, "roles": ["operator"], "tenant": "acme"}
     return write_config(
         directory,
         [echo_upstream("e")],
         policies={"files": [str(HERE / "fixtures" / "console.yaml")]},
         storage=pg_storage(schema),
-        auth={"approvers": [operator]},
+        auth={"approvers": [operator, tina]},
     )
 
 
@@ -75,8 +77,10 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
 
 
 @contextlib.asynccontextmanager
-async def _operator(replica: Replica) -> AsyncIterator[httpx2.AsyncClient]:
-    headers = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+async def _operator(
+    replica: Replica, token: str = OPERATOR_TOKEN
+) -> AsyncIterator[httpx2.AsyncClient]:
+    headers = {"Authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(base_url=replica.url, headers=headers, timeout=30) as client:
         yield client
 
@@ -170,11 +174,17 @@ async def test_sessions_show_every_replicas_sessions_with_labels_and_gates(
     on_a, on_b = marker("agent:session-a"), marker("agent:session-b")
     await cluster.a.gateway.call_tool("e__echo", {"text": "x"}, _as(on_a, "s-a"))
     await cluster.b.gateway.call_tool("e__whoami", {}, _as(on_b, "s-b"))
+    of_acme = CallContext(principal=Principal(id=marker("agent:acme"), tenant="acme"))
+    await cluster.b.gateway.call_tool("e__whoami", {}, of_acme)
     async with _operator(cluster.a) as api:
         response = await api.get("/api/console/sessions")
     assert response.status_code == 200, response.text
     rows = {row["principal"]: row for row in response.json()["items"]}
     mine, theirs = rows[on_a], rows[on_b]  # B's session is not in A's memory
+    assert of_acme.principal.id not in rows  # another tenant's, for its operators only
+    async with _operator(cluster.a, ACME_TOKEN) as acme:
+        rows_of_acme = (await acme.get("/api/console/sessions")).json()["items"]
+    assert [row["principal"] for row in rows_of_acme] == [of_acme.principal.id]
     assert (mine["session"], mine["calls"]) == ("s-a", 1)
     assert (theirs["session"], theirs["calls"], theirs["labels"]) == ("s-b", 1, ["private"])
     gate = next(g for g in theirs["gates"] if g["tool"] == "e__weather")
