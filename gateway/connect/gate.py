@@ -35,6 +35,7 @@ from toolsets.context import CallContext
 from toolsets.refusal import Refusal, Unblock, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.per_principal import TENANT_SEPARATOR, principal_key
 
 __all__ = ["ConnectGate", "Connected", "Record"]
 
@@ -78,12 +79,12 @@ class ConnectGate:
     async def required(
         self, server: str, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
     ) -> ToolResult | str:
-        principal = ctx.principal.id
         call = await self._find(tool, args, ctx)
         if call is None or call.state != "pending":  # approved but not connected: revoked since
             call = await self._open(server, tool, args, ctx)
+        key = principal_key(ctx.principal)  # what the vault keys the caller's secret by
         link = self.links.link(
-            pending_id=call.id, principal=principal, server=server, expires_at=call.expires_at
+            pending_id=call.id, principal=key, server=server, expires_at=call.expires_at
         )
         if ctx.client.elicitation_url and ctx.peer is not None and self.config.hold > 0:
             call = await ask_to_connect(ctx, self.store, call, link, hold=self.config.hold)
@@ -116,18 +117,20 @@ class ConnectGate:
                 delivered=True,
             )
 
-    async def connected(self, server: str, principal: str) -> None:
-        """The vault's listener: ``principal`` connected (or revoked) ``server``; its held
-        records of that server become ``approved`` when it is connected now."""
+    async def connected(self, server: str, key: str) -> None:
+        """The vault's listener: the principal of vault key ``key`` (`principal_key`)
+        connected (or revoked) ``server``; its held records of that server become
+        ``approved`` when it is connected now."""
         if server not in self.modes or self._store is None or self._connected is None:
             return
-        if not await self._connected(server, principal):
+        if not await self._connected(server, key):
             return
+        tenant, _, principal = key.rpartition(TENANT_SEPARATOR)
         waiting = await self.store.list(
             state="pending", kind="connect", principal=principal, limit=1000
         )
         for call in waiting:
-            if call.server != server:
+            if call.server != server or (call.tenant or "") != tenant:
                 continue
             with contextlib.suppress(PendingConflict, PendingNotFound):
                 await self.store.transition(

@@ -21,11 +21,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from gateway.approvals.pending import PendingCall
 from gateway.approvals.store import PendingStore
 from gateway.connect.links import ConnectLinks, LinkPayload, LinkRefused, used
 from gateway.vault import Vault, VaultError
 from gateway.vault.vault import MAX_SECRET
+from toolsets.context import Principal
 from toolsets.errors import LockgateError
+from toolsets.upstream.per_principal import TENANT_SEPARATOR, principal_key
 
 __all__ = ["HEADERS", "ConnectPage", "SignedIn", "StartConnect", "page", "same_origin"]
 
@@ -129,19 +132,19 @@ class ConnectPage:
             LinkRefused: not valid, expired, used, or another user's.
         """
         payload = self.links.open(token)
+        call = await self.store.get(payload.pending_id)
+        if call is None or call.kind != "connect" or _key(call) != payload.principal:
+            raise LinkRefused("malformed", "this connect link is not valid")
         if self.signin is not None:
             subject = self.signin.subject(request)
             if subject is None:
                 return None
-            if not hmac.compare_digest(subject.encode(), payload.principal.encode()):
+            if not hmac.compare_digest(subject.encode(), call.principal.encode()):
                 raise LinkRefused(
                     "principal",
                     "this connect link belongs to another user: sign in as the user whose call "
                     "it is, or call the tool yourself for your own link",
                 )
-        call = await self.store.get(payload.pending_id)
-        if call is None or call.kind != "connect" or call.principal != payload.principal:
-            raise LinkRefused("malformed", "this connect link is not valid")
         if call.state != "pending":
             raise used(payload.server)
         return payload
@@ -150,7 +153,8 @@ class ConnectPage:
         server = html.escape(payload.server)
         body = (
             f"<p>Paste your secret for <strong>{server}</strong> (signed in as "
-            f"<strong>{html.escape(payload.principal)}</strong>). It is stored encrypted and "
+            f"<strong>{html.escape(payload.principal.rpartition(TENANT_SEPARATOR)[2])}</strong>"
+            "). It is stored encrypted and "
             "never shown again; the held call then runs.</p>"
             f'<form method="post" action="/connect/{html.escape(token)}">'
             f'<input type="hidden" name="csrf" value="{self._csrf(token)}">'
@@ -202,6 +206,11 @@ class ConnectPage:
 
 
 _BACK = "Go back to your agent: the held call runs (or call the tool again)."
+
+
+def _key(call: PendingCall) -> str:
+    """The vault key of a held record's principal (its id, qualified by its tenant)."""
+    return principal_key(Principal(id=call.principal, tenant=call.tenant))
 
 
 def same_origin(origin: str, request: Request, base_url: str) -> bool:

@@ -15,6 +15,7 @@ from toolsets.abstract import Toolset
 from toolsets.context import CallContext
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.per_principal import principal_key
 from toolsets.wrapper import WrapperToolset
 
 __all__ = ["PrincipalConnections", "VaultConnections"]
@@ -55,7 +56,7 @@ class PrincipalConnections(WrapperToolset):
         self.connections = connections
 
     async def _known(self, ctx: CallContext) -> CallContext:
-        found = await self.connections.servers(ctx.principal.id)
+        found = await self.connections.servers(principal_key(ctx.principal))
         if found == ctx.principal.connections:
             return ctx
         return replace(ctx, principal=replace(ctx.principal, connections=found))

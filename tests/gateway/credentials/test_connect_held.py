@@ -26,6 +26,8 @@ from connect_support import (
 from credentials_support import AGENTS, SECRETS, audit_bytes, rest, vault_keys
 from support import MODES, mcp_http_client
 
+from toolsets.context import CallContext, Principal
+
 ALICE, BOB = "agent:alice", "agent:bob"
 
 
@@ -153,3 +155,21 @@ async def test_a_client_that_opens_links_is_sent_the_link_and_its_call_completes
                 assert [(c.state, c.delivered) for c in held] == [("done", True)]
                 if mode == "legacy":  # 2025-11-25 names the elicitation; 2026-07-28 does not
                     assert asked.elicitation_id == held[0].id
+
+
+async def test_a_tenants_caller_connects_under_their_tenant(tmp_path: Path) -> None:
+    port = new_port()
+    acme = CallContext(principal=Principal(id=ALICE, tenant="acme"))
+    with vault_keys(), anyio.fail_after(120):
+        async with counting_upstream() as (url, counted):
+            config = connect_config(tmp_path, url, port)
+            async with served(config, port) as (gateway, base), rest(base, BOB) as bob_api:
+                await bob_api.put("/api/connections/web", json={"secret": SECRETS[BOB]})
+                link = link_of(await gateway.call_tool(TOOL, {}, acme))
+                assert (await follow(link, SECRETS[ALICE])).status_code == 200
+                ran = await gateway.call_tool(TOOL, {}, acme)
+                assert not ran.is_error, ran
+                assert counted.calls == [f"Bearer {SECRETS[ALICE]}"]
+                vault = gateway.parts.vault
+                assert vault is not None
+                assert await vault.secret("web", ALICE) is None  # acme's alice, not the other
