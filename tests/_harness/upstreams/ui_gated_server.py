@@ -15,12 +15,10 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from echo_server import era_guard
 from mcp.server.apps import APP_MIME_TYPE, client_supports_apps
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.runner import serve_loop
-from mcp.server.stdio import stdio_server
+from tasks_server import _serve as serve_stdio  # the low-level Server's stdio loop, either era
 
 CHART = "ui://charts/chart.html"
 Ctx = ServerRequestContext[Any]
@@ -64,22 +62,10 @@ def build() -> Server[Any]:
     )
 
 
-async def _serve(server: Server[Any], era: str) -> None:
-    if era != "dual":
-        server.middleware.insert(0, era_guard(era))
-    options = server.create_initialization_options()
-    async with stdio_server() as (read, write):
-        if era == "legacy":  # the handshake-only loop: never latches onto 2026-07-28
-            async with server.lifespan(server) as state:
-                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
-        else:
-            await server.run(read, write, options)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=["dual", "legacy", "modern"], default="dual")
-    anyio.run(_serve, build(), parser.parse_args().era)
+    anyio.run(serve_stdio, build(), parser.parse_args().era)
 
 
 if __name__ == "__main__":
