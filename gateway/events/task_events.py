@@ -1,7 +1,9 @@
 """Constructors of the task events: ``task.created`` (an upstream or the gateway took a
 task-augmented call), ``task.status`` (a task moved to a non-terminal status) and
-``task.completed`` (it reached ``completed``, ``failed`` or ``cancelled``; ``quarantined`` when
-its result is withheld because the tool's definition changed meanwhile).
+``task.completed`` (it reached ``completed``, ``failed`` or ``cancelled``). A result withheld
+because the tool's definition changed meanwhile makes a ``task.status`` with ``quarantined``
+true; the ``task.completed`` that follows the pin review says how it went in ``pin_review``
+(``accepted``: delivered; ``discarded``, also ``quarantined`` true; ``cancelled``).
 
 All carry ``task_id`` (the gateway's), ``tool``, ``server`` (None for a gateway-owned task),
 ``principal``, ``session_id``, ``tenant`` when there is one, ``status`` and ``status_message``;
@@ -10,11 +12,13 @@ never the arguments or the result.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from gateway.events.model import Event
 
-__all__ = ["TaskLike", "task_completed", "task_created", "task_status"]
+__all__ = ["PinReviewOutcome", "TaskLike", "task_completed", "task_created", "task_status"]
+
+PinReviewOutcome = Literal["accepted", "discarded", "cancelled"]
 
 
 class TaskLike(Protocol):
@@ -58,11 +62,17 @@ def task_created(task: TaskLike) -> Event:
     return Event(type="task.created", data=_data(task))
 
 
-def task_status(task: TaskLike) -> Event:
-    """``task.status``."""
-    return Event(type="task.status", data=_data(task))
+def task_status(task: TaskLike, *, quarantined: bool = False) -> Event:
+    """``task.status`` (``quarantined``: its result waits for the pin review)."""
+    data = _data(task)
+    if quarantined:
+        data["quarantined"] = True
+    return Event(type="task.status", data=data)
 
 
-def task_completed(task: TaskLike, *, quarantined: bool = False) -> Event:
-    """``task.completed``."""
-    return Event(type="task.completed", data={**_data(task), "quarantined": quarantined})
+def task_completed(task: TaskLike, *, pin_review: PinReviewOutcome | None = None) -> Event:
+    """``task.completed`` (``pin_review``: how the review of its withheld result went)."""
+    data = {**_data(task), "quarantined": pin_review == "discarded"}
+    if pin_review is not None:
+        data["pin_review"] = pin_review
+    return Event(type="task.completed", data=data)

@@ -63,5 +63,33 @@ class PostgresTaskStore(TaskStore):
 
         return await self.database.run(owned)
 
+    async def unfinished(self) -> list[TaskRecord]:
+        async def unfinished(conn: Conn) -> list[TaskRecord]:
+            rows = await conn.fetch(
+                "SELECT record FROM tasks WHERE status IN ('working', 'input_required')"
+                " ORDER BY created_at LIMIT $1",
+                LIST_LIMIT,
+            )
+            return [TaskRecord.from_row(json.loads(row[0])) for row in rows]
+
+        return await self.database.run(unfinished)
+
+    async def claim(self, task_id: str, owner: str, until: float, now: float) -> TaskRecord | None:
+        async def claim(conn: Conn) -> TaskRecord | None:
+            text = await conn.fetchval(
+                "UPDATE tasks SET record = record || jsonb_build_object('lease_owner', $2::text,"
+                " 'lease_until', $3::float8) WHERE id = $1"
+                " AND status IN ('working', 'input_required')"
+                " AND (record->>'lease_owner' IS NULL OR record->>'lease_owner' = $2"
+                " OR COALESCE((record->>'lease_until')::float8, 0) < $4) RETURNING record",
+                task_id,
+                owner,
+                until,
+                now,
+            )
+            return TaskRecord.from_row(json.loads(text)) if text is not None else None
+
+        return await self.database.run(claim)
+
     async def close(self) -> None:
         """Nothing: the pool belongs to the pending store."""

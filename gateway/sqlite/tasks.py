@@ -59,5 +59,30 @@ class SQLiteTaskStore(TaskStore):
 
         return await self._file.run(owned)
 
+    async def unfinished(self) -> list[TaskRecord]:
+        def unfinished(conn: sqlite3.Connection) -> list[TaskRecord]:
+            rows = conn.execute(
+                "SELECT record FROM tasks WHERE status IN ('working', 'input_required')"
+                " ORDER BY created_at LIMIT ?",
+                (LIST_LIMIT,),
+            )
+            return [TaskRecord.from_row(json.loads(record)) for (record,) in rows]
+
+        return await self._file.run(unfinished)
+
+    async def claim(self, task_id: str, owner: str, until: float, now: float) -> TaskRecord | None:
+        def claim(conn: sqlite3.Connection) -> TaskRecord | None:
+            rows = conn.execute(
+                "UPDATE tasks SET record = json_set(record, '$.lease_owner', ?,"
+                " '$.lease_until', ?) WHERE id = ? AND status IN ('working', 'input_required')"
+                " AND (json_extract(record, '$.lease_owner') IS NULL"
+                " OR json_extract(record, '$.lease_owner') = ?"
+                " OR COALESCE(json_extract(record, '$.lease_until'), 0) < ?) RETURNING record",
+                (owner, until, task_id, owner, now),
+            ).fetchall()  # all rows: the statement ends (and its write lock goes) here
+            return TaskRecord.from_row(json.loads(rows[0][0])) if rows else None
+
+        return await self._file.run(claim)
+
     async def close(self) -> None:
         await self._file.close()

@@ -1,16 +1,16 @@
 """`TaskFollower`: follows one upstream task on this replica until it ends: polls the server's
 ``tasks/get`` at its suggested interval, writes each status change to the store (so every
 replica answers for it), passes on a cancel request that any replica recorded, and, at the end,
-fetches the result and checks the tool's pin again (a changed definition: the result is
-quarantined, the task fails naming the pin review). A task past its ttl is cancelled upstream
-and no longer followed."""
+fetches the result and hands it to ``complete`` (`TaskService`: the pin check, the result
+steps). A task past its ttl is cancelled upstream and no longer followed. A follower resumed
+after a restart (or on another replica) first waits for its server to connect."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
 
 import anyio
 import mcp_types as types
@@ -22,22 +22,26 @@ from toolsets.errors import UpstreamError
 from toolsets.upstream.server import MCPServerToolset
 from toolsets.upstream.tasks import UpstreamTask
 
-__all__ = ["PIN_REVIEW", "TaskFollower", "pin_refusal"]
+__all__ = ["PIN_REVIEW", "Complete", "TaskFollower", "pin_refusal"]
 
 log = logging.getLogger("lockgate.tasks")
 MIN_POLL: Final = 0.05
 MAX_POLL: Final = 2.0
 PIN_REVIEW: Final = -32003
 """The JSON-RPC error code of a task whose result waits for the pin review."""
+READY_WAIT: Final = 60.0
+"""Seconds a resumed follower waits for its server to connect before asking it anyway."""
 Changed = Callable[[TaskRecord], Awaitable[None]]
+Complete = Callable[[TaskRecord, Mapping[str, Any], "str | None"], Awaitable[TaskRecord]]
+"""The task as it ends (or waits for the pin review) with the server's result and message."""
 
 
 def pin_refusal(tool: str) -> str:
-    """What the caller reads when ``tool``'s result is quarantined for the pin review."""
+    """What the caller reads while ``tool``'s result is quarantined for the pin review."""
     return (
         f"Tool {tool!r} changed its definition while this task ran: lockgate quarantined the "
-        "result for review and does not deliver it. An approver reviews the new definition "
-        f"(lockgate pins list; lockgate pins accept {tool}); then call the tool again."
+        "result for review and delivers it only once an approver accepts the new definition "
+        f"(lockgate pins list; lockgate pins accept {tool}); the task waits for that review."
     )
 
 
@@ -50,6 +54,8 @@ class TaskFollower:
         store: Where every change is written.
         changed: Told each change (events, status notifications, waiters).
         wake: Set to poll at once (a cancel request on this replica).
+        complete: Makes the ended task of the server's result.
+        resumed: Following a task another process started: wait for the server first.
     """
 
     def __init__(
@@ -59,18 +65,25 @@ class TaskFollower:
         store: TaskStore,
         changed: Changed,
         wake: anyio.Event,
+        *,
+        complete: Complete,
+        resumed: bool = False,
     ) -> None:
         self.record = record
         self._upstream = upstream
         self._store = store
         self._changed = changed
         self.wake = wake
+        self._complete = complete
+        self._resumed = resumed
         self._cancel_sent = False
 
     async def run(self) -> None:
         """Follow the task to its end; every failure to reach the server ends it as failed."""
         upstream_id = self.record.upstream_task_id
         assert upstream_id is not None  # only upstream tasks are followed
+        if self._resumed:
+            await self._upstream.wait_ready(READY_WAIT)
         while not self.record.expired():  # an expired task is gone: it is not followed further
             try:
                 task = await self._upstream.tasks.get(upstream_id)
@@ -133,17 +146,17 @@ class TaskFollower:
         except (UpstreamError, OSError, anyio.BrokenResourceError) as exc:
             await self._fail(f"the server could not be asked for the result: {exc}")
             return
-        if not self._pin_holds():
-            tool = self.record.tool
-            log.warning("task %s: %s changed its definition; quarantined", self.record.id, tool)
-            await self._fail(pin_refusal(tool), PIN_REVIEW, result=result)
-            return
-        await self._move("completed", task.status_message, result=result)
+        base = await self._store.get(self.record.id) or self.record
+        await self._write(await self._complete(base, result, task.status_message))
 
-    def _pin_holds(self) -> bool:
-        name = self.record.upstream_tool
-        current = self._upstream.tools.get(name) if name is not None else None
-        return current is not None and current.pin == self.record.pin
+    async def _write(self, record: TaskRecord) -> None:
+        stored = await self._store.get(record.id)
+        if stored is not None and stored.terminal:  # cancelled through the task meanwhile
+            self.record = stored
+            return
+        self.record = record
+        await self._store.put(record)
+        await self._changed(record)
 
 
 def _status(value: str) -> TaskStatus:

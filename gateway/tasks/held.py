@@ -15,6 +15,11 @@ any replica, through any channel, reaches it) and then
 - denied, expired: ``failed``, the result being the refusal the caller would have read;
 - a worker's answer (``defer``): its result, as for a tool;
 - cancelled (``tasks/cancel`` withdraws the pending call, `HeldTasks.withdraw`): ``cancelled``.
+
+The pending call is durable, so the task is too: when the replica settling it stops before the
+decision, another replica (or the restarted gateway) claims the task's lease
+(`gateway.tasks.leases`) and settles it (`HeldTasks.resume`), re-issuing the approved call as
+its caller from the pending call's record: the store's compare-and-set still runs it once.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import contextlib
 import functools
 import logging
 import time
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
 
 import mcp_types as types
 
@@ -34,18 +40,28 @@ from gateway.approvals.service import ApprovalService
 from gateway.approvals.wire import result_from_wire
 from gateway.tasks.record import TaskRecord, new_task_id
 from gateway.tasks.service import TaskService
-from toolsets.context import Principal
+from toolsets import trace_context
+from toolsets.context import CallContext, Principal
 from toolsets.refusal import refusal_result
 from toolsets.result import ToolResult
 from toolsets.upstream.convert import tool_result_to_mcp
 from toolsets.upstream.tasks import HeldTask, TaskAsk
 
-__all__ = ["HeldTasks", "held_message"]
+__all__ = ["Calls", "HeldTasks", "held_message"]
 
 log = logging.getLogger("lockgate.tasks")
 _UNDECIDED: Final[frozenset[State]] = frozenset({"pending", "executing"})
 _WAIT: Final = 3600.0
 """Seconds per wait on the pending store (the wait ends at the call's expiry anyway)."""
+
+
+class Calls(Protocol):
+    """The top of the call chain (`gateway.runtime.CallEntry`), where a resumed task's approved
+    call is re-issued."""
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext
+    ) -> ToolResult: ...
 
 
 def held_message(held: HeldTask) -> str:
@@ -68,12 +84,19 @@ class HeldTasks:
     Args:
         tasks: The gateway's tasks (records, events, the task group that runs the settling).
         approvals: The pending calls.
+        calls: Where a resumed task re-issues its approved call; with it, this settles the
+            tasks whose replica stopped (the gateway's own instance; the faces' have none).
     """
 
-    def __init__(self, tasks: TaskService, approvals: ApprovalService) -> None:
+    def __init__(
+        self, tasks: TaskService, approvals: ApprovalService, calls: Calls | None = None
+    ) -> None:
         self._tasks = tasks
         self._approvals = approvals
+        self._calls = calls
         tasks.on_withdraw(self.withdraw)
+        if calls is not None:
+            tasks.on_resume(self.resume)
 
     async def start(
         self, ask: TaskAsk, *, tool: str, principal: Principal, session_id: str | None
@@ -115,12 +138,30 @@ class HeldTasks:
             return call.state == "cancelled"
         return True
 
+    async def resume(self, record: TaskRecord) -> None:
+        """Settle ``record``, whose replica stopped before it ended: the approved call is
+        re-issued as its caller, as the pending call recorded them."""
+        assert self._calls is not None
+        assert record.approval_id is not None
+        call = await self._approvals.get(record.approval_id)
+        roles = frozenset(call.principal_roles)
+        principal = Principal(id=call.principal, roles=roles, tenant=call.tenant)
+        ctx = CallContext(principal=principal, session_id=call.session_id)
+        reissue = functools.partial(self._calls.call_tool, call.tool, call.args, ctx)
+        await self._settle(record, reissue=reissue)
+
     async def _settle(self, record: TaskRecord, *, reissue: Any) -> None:
         assert record.approval_id is not None
         call = await self._decided(record.approval_id)
         current = await self._tasks.store.get(record.id) or record
         if current.terminal:  # cancelled through the task meanwhile
             return
+        held = {"traceparent": call.traceparent} if call.traceparent else {}
+        with trace_context.carried(held):  # the task's events name the trace that held it
+            await self._end(call, current, reissue)
+
+    async def _end(self, call: PendingCall, current: TaskRecord, reissue: Any) -> None:
+        """Move the task of ``call`` (``current``) on to its outcome."""
         if call.state == "approved" and reissue is not None:
             by = call.decided_by or "an approver"
             current = current.moved("working", f"Approval {call.id} approved by {by}; running.")

@@ -51,6 +51,14 @@ class TaskRecord:
         cancel_requested: A client asked to cancel it (any replica may have recorded it).
         approval_id: The pending call a held call answered as a task waits on
             (`gateway.tasks.held`); None otherwise.
+        call_id: The id of the call that created it (its ``tool.result`` event carries it).
+        decision: The policy decision of that call as events carry it (``effect``,
+            ``rule_id``, ``redact``).
+        quarantined_pin: While the result waits for the pin review (`gateway.tasks.review`):
+            the pin of the definition the tool had when the task completed; ``result`` holds
+            the upstream's result, undelivered.
+        lease_owner: The replica following the task now (`gateway.tasks.leases`).
+        lease_until: Seconds since the epoch until which that replica's lease holds.
     """
 
     id: str
@@ -72,11 +80,21 @@ class TaskRecord:
     pin: str | None = None
     cancel_requested: bool = False
     approval_id: str | None = None
+    call_id: str | None = None
+    decision: Mapping[str, Any] | None = None
+    quarantined_pin: str | None = None
+    lease_owner: str | None = None
+    lease_until: float = 0.0
 
     @property
     def terminal(self) -> bool:
         """Whether the task reached ``completed``, ``failed`` or ``cancelled``."""
         return self.status in TERMINAL
+
+    @property
+    def quarantined(self) -> bool:
+        """Whether its result waits for the pin review (not delivered until accepted)."""
+        return self.quarantined_pin is not None and not self.terminal
 
     def owned_by(self, principal: str, tenant: str | None) -> bool:
         """Whether ``principal`` (of ``tenant``) created this task."""
@@ -99,6 +117,7 @@ class TaskRecord:
         row = asdict(self)
         row["result"] = dict(self.result) if self.result is not None else None
         row["error"] = dict(self.error) if self.error is not None else None
+        row["decision"] = dict(self.decision) if self.decision is not None else None
         return row
 
     @classmethod

@@ -1,10 +1,12 @@
 """`TaskService`: the gateway's tasks: created from a task-augmented call, found only by the
 principal (and tenant) that created them, followed on the replica that created them (see
-`TaskFollower`), and answered by any replica from the storage backend."""
+`TaskFollower`) under a lease, resumed by another replica (or the restarted gateway) when that
+lease lapses (`TaskLeases`), and answered by any replica from the storage backend."""
 
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
@@ -14,10 +16,18 @@ import anyio
 from anyio.abc import TaskGroup
 
 from gateway.events.recorder import Recorder
-from gateway.events.task_events import task_completed, task_created, task_status
+from gateway.events.task_events import (
+    PinReviewOutcome,
+    task_completed,
+    task_created,
+    task_status,
+)
 from gateway.tasks.errors import TaskNotFound
-from gateway.tasks.follower import PIN_REVIEW, TaskFollower
+from gateway.tasks.follower import TaskFollower
+from gateway.tasks.leases import LEASE, SCAN, TaskLeases
 from gateway.tasks.record import TaskRecord, TaskStatus, new_task_id
+from gateway.tasks.results import decision_of
+from gateway.tasks.review import TaskReview
 from gateway.tasks.store import TaskStore
 from toolsets.context import Principal
 from toolsets.upstream.server import MCPServerToolset
@@ -43,19 +53,33 @@ class TaskService:
         store: Where the task records live.
         upstreams: The upstream servers by name.
         recorder: Puts the task events on the audit log and the bus.
+        review: Ends finished upstream tasks (the pin check, the result steps).
+        lease: Seconds a lease on a followed task holds (`TaskLeases`).
+        scan: Seconds between lease renewals and scans for orphaned tasks.
     """
 
     def __init__(
-        self, store: TaskStore, upstreams: Mapping[str, MCPServerToolset], recorder: Recorder
+        self,
+        store: TaskStore,
+        upstreams: Mapping[str, MCPServerToolset],
+        recorder: Recorder,
+        *,
+        review: TaskReview | None = None,
+        lease: float = LEASE,
+        scan: float = SCAN,
     ) -> None:
         self.store = store
         self._upstreams = upstreams
         self._recorder = recorder
+        self._review = review or TaskReview()
+        self.leases = TaskLeases(store, secrets.token_hex(8), lease=lease, scan=scan)
         self._listeners: list[StatusListener] = []
         self._wakes: dict[str, anyio.Event] = {}
         self._ended: dict[str, anyio.Event] = {}
         self._tg: TaskGroup | None = None
         self._withdraw: Withdraw | None = None
+        self._resume_held: Settler | None = None
+        self._pins_changed = anyio.Event()
 
     @property
     def offered(self) -> bool:
@@ -90,7 +114,10 @@ class TaskService:
             ttl_ms=ask.ttl_ms if ask.ttl_ms is not None else upstream.ttl_ms,
             poll_interval_ms=upstream.poll_interval_ms,
             pin=ask.pin,
+            call_id=ask.call_id,
+            decision=decision_of(ask.decision),
         )
+        record = self.leases.stamp(record)
         await self.store.put(record)  # durable before the client hears of it
         await self._recorder.record(task_created(record))
         self._follow(record)
@@ -162,6 +189,10 @@ class TaskService:
         record = await self.find(task_id, principal)
         if record.terminal:
             return record
+        if record.quarantined:  # it ran already: its withheld result is discarded
+            record = record.moved("cancelled", "Task cancelled", result=None, error=None)
+            await self.update(record)
+            return record
         if record.upstream is None:  # nothing runs it: cancelled at once
             if record.approval_id is not None and not await self._withdrawn(record):
                 return await self.find(task_id, principal)  # decided meanwhile: it runs on
@@ -177,14 +208,15 @@ class TaskService:
         return record
 
     async def ended(self, task_id: str, principal: Principal) -> TaskRecord:
-        """Wait until ``task_id`` ends (2025-11-25's ``tasks/result`` blocks so); the record.
+        """Wait until ``task_id`` ends (2025-11-25's ``tasks/result`` blocks so), or its result
+        waits for the pin review; the record.
 
         Raises:
             TaskNotFound: as `find` (also when it expires meanwhile).
         """
         while True:
             record = await self.find(task_id, principal)
-            if record.terminal:
+            if record.terminal or record.quarantined:
                 return record
             ended = self._ended.get(task_id)
             with anyio.move_on_after(ELSEWHERE_POLL):  # followed elsewhere: read the store
@@ -193,14 +225,21 @@ class TaskService:
     async def owned(self, record: TaskRecord, settle: Settler) -> TaskRecord:
         """Record ``record``, a task the gateway owns that ``settle`` ends (a held call answered
         as a task, `gateway.tasks.held`), and run ``settle`` here until it returns."""
+        record = self.leases.stamp(record)
         await self.store.put(record)  # durable before the client hears of it
         await self._recorder.record(task_created(record))
-        if self._tg is None:
-            log.warning("task %s cannot be settled: the gateway is not running", record.id)
-            return record
-        self._ended[record.id] = anyio.Event()
-        self._tg.start_soon(self._settle, record, settle, name=f"held task {record.id[:12]}")
+        self._start(record.id, settle, record)
         return record
+
+    def on_resume(self, settle: Settler) -> None:
+        """Use ``settle`` for a held call's task whose replica stopped before it ended."""
+        self._resume_held = settle
+
+    async def pins_changed(self, source: str = "") -> None:
+        """A catalogue changed (a definition accepted, here or elsewhere): results waiting for
+        the pin review are looked at again."""
+        changed, self._pins_changed = self._pins_changed, anyio.Event()
+        changed.set()
 
     async def update(self, record: TaskRecord) -> None:
         """Write a change of a task this replica settles, and tell its listeners."""
@@ -214,30 +253,17 @@ class TaskService:
     async def _withdrawn(self, record: TaskRecord) -> bool:
         return self._withdraw is None or await self._withdraw(record)
 
-    async def _settle(self, record: TaskRecord, settle: Settler) -> None:
-        try:
-            await settle(record)
-        except Exception:  # a store outage: the task is left as last written
-            log.exception("task %s: settling it failed", record.id)
-        finally:
-            ended = self._ended.pop(record.id, None)
-            if ended is not None:
-                ended.set()
-
-    def _follow(self, record: TaskRecord) -> None:
-        upstream = self._upstreams.get(record.upstream or "")
-        if self._tg is None or upstream is None:
-            log.warning("task %s cannot be followed: the gateway is not running", record.id)
+    def _start(self, task_id: str, run: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``run(*args)`` for ``task_id`` in the service's task group (followed here)."""
+        if self._tg is None:
+            log.warning("task %s cannot be followed: the gateway is not running", task_id)
             return
-        wake = self._wakes[record.id] = anyio.Event()
-        self._ended[record.id] = anyio.Event()
-        follower = TaskFollower(record, upstream, self.store, self._changed, wake)
-        self._tg.start_soon(self._run, follower, name=f"task {record.id[:12]}")
+        self._ended[task_id] = anyio.Event()
+        self._tg.start_soon(self._owning, task_id, run, *args, name=f"task {task_id[:12]}")
 
-    async def _run(self, follower: TaskFollower) -> None:
-        task_id = follower.record.id
+    async def _owning(self, task_id: str, run: Callable[..., Awaitable[None]], *args: Any) -> None:
         try:
-            await follower.run()
+            await run(*args)
         except Exception:  # a store outage: the task is left as last written
             log.exception("task %s: following it failed", task_id)
         finally:
@@ -246,12 +272,58 @@ class TaskService:
             if ended is not None:
                 ended.set()
 
+    def _follow(self, record: TaskRecord, *, resumed: bool = False) -> None:
+        upstream = self._upstreams.get(record.upstream or "")
+        if upstream is None:
+            log.warning("task %s cannot be followed: no server %r", record.id, record.upstream)
+            return
+        wake = self._wakes[record.id] = anyio.Event()
+        complete = self._review.complete
+        follower = TaskFollower(
+            record, upstream, self.store, self._changed, wake, complete=complete, resumed=resumed
+        )
+        self._start(record.id, self._run, follower)
+
+    async def _run(self, follower: TaskFollower) -> None:
+        await follower.run()
+        if follower.record.quarantined:
+            await self._await_review(follower.record.id)
+
+    async def _await_review(self, task_id: str) -> None:
+        """Wait for the pin review of a quarantined result, then end the task."""
+        while True:
+            signal = self._pins_changed
+            record = await self.store.get(task_id)
+            if record is None or not record.quarantined or record.expired():
+                return
+            ended = await self._review.settle(record)
+            if ended is not None:
+                await self._write_end(ended)
+                return
+            with anyio.move_on_after(self.leases.scan):  # also sees a cancel made elsewhere
+                await signal.wait()
+
+    async def _write_end(self, record: TaskRecord) -> None:
+        stored = await self.store.get(record.id)
+        if stored is not None and stored.terminal:  # cancelled meanwhile
+            return
+        await self.update(record)
+
+    def _resume(self, record: TaskRecord) -> None:
+        """Follow ``record``, an unfinished task whose replica stopped, here."""
+        if record.approval_id is not None:
+            if self._resume_held is not None:
+                self._start(record.id, self._resume_held, record)
+        elif record.quarantined:
+            self._start(record.id, self._await_review, record.id)
+        elif record.upstream is not None:
+            self._follow(record, resumed=True)
+
     async def _changed(self, record: TaskRecord) -> None:
         if record.terminal:
-            quarantined = record.error is not None and record.error.get("code") == PIN_REVIEW
-            await self._recorder.record(task_completed(record, quarantined=quarantined))
+            await self._recorder.record(task_completed(record, pin_review=_reviewed(record)))
         else:
-            await self._recorder.record(task_status(record))
+            await self._recorder.record(task_status(record, quarantined=record.quarantined))
         for listener in list(self._listeners):
             try:
                 await listener(record)
@@ -261,6 +333,7 @@ class TaskService:
     async def __aenter__(self) -> Self:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        self._tg.start_soon(self.leases.keep, self._ended.keys, self._resume, name="task leases")
         return self
 
     async def __aexit__(
@@ -270,8 +343,20 @@ class TaskService:
         tb: TracebackType | None,
     ) -> bool | None:
         tg, self._tg = self._tg, None
+        followed = list(self._ended)
         if tg is not None:
             tg.cancel_scope.cancel()
             await tg.__aexit__(None, None, None)
+        with anyio.CancelScope(shield=True):
+            await self.leases.release(followed)  # another replica (or the next start) resumes
         await self.store.close()
         return None
+
+
+def _reviewed(record: TaskRecord) -> PinReviewOutcome | None:
+    """How the pin review of an ended task went (None: its result was never quarantined)."""
+    if record.quarantined_pin is None:
+        return None
+    if record.status == "completed":
+        return "accepted"
+    return "discarded" if record.status == "failed" else "cancelled"

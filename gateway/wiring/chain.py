@@ -25,7 +25,7 @@ from policies.held_scopes import HeldScopes
 from policies.tool_labels import ServerLabels
 from toolsets.abstract import Toolset
 from toolsets.approval_required import ApprovalRequiredToolset
-from toolsets.events import EventsToolset
+from toolsets.events import CallObserver, EventsToolset
 from toolsets.filtered import FilteredToolset
 from toolsets.findings import Direction
 from toolsets.hooked import CallHooks, HookedToolset
@@ -40,7 +40,7 @@ from toolsets.validated import SchemaValidators, ValidatingToolset
 if TYPE_CHECKING:
     from gateway.telemetry.provider import Telemetry
 
-__all__ = ["call_chain"]
+__all__ = ["call_chain", "result_steps"]
 
 
 def call_chain(
@@ -75,8 +75,9 @@ def call_chain(
     )
     observer = BusObserver(bus)
     upstream = traced("upstream", served)
-    results = _inspected(upstream, inspection, "results", refuse, sessions)
-    chain: Toolset = EventsToolset(traced("inspect_results", results, upstream), observer)
+    chain = result_steps(
+        upstream, observer, refuse, sessions=sessions, inspection=inspection, traced=traced
+    )
     chain = traced("approval", ApprovalRequiredToolset(chain, held))
     arguments = _inspected(chain, inspection, "arguments", refuse, sessions)
     chain = traced("inspect_arguments", arguments, chain)
@@ -87,6 +88,23 @@ def call_chain(
     chain = traced("validation", ValidatingToolset(chain, validators))
     chain = ScopedToolset(chain, HeldScopes(approvals.policy))
     return FilteredToolset(chain, decider.visible, cache_key=decider.visibility_key), decider
+
+
+def result_steps(
+    inner: Toolset,
+    observer: CallObserver,
+    refuse: Refusals,
+    *,
+    sessions: SessionBook,
+    inspection: Inspection | None,
+    traced: Callable[..., Toolset] | None = None,
+) -> Toolset:
+    """The steps a result passes on its way up from ``inner`` (the tools): content inspection
+    of results, then the ``tool.result`` event; a finished task's result passes them too
+    (`gateway.tasks.results`)."""
+    traced = traced or _tracing(None)
+    results = _inspected(inner, inspection, "results", refuse, sessions)
+    return EventsToolset(traced("inspect_results", results, inner), observer)
 
 
 def _tracing(telemetry: Telemetry | None) -> Callable[..., Toolset]:

@@ -7,7 +7,9 @@ Run as ``python tests/_harness/upstreams/tasks_server.py [--era legacy|modern|du
 ``job(key)`` needs task augmentation (``execution.taskSupport: required``): 2025-11-25's
 ``params.task``, or 2026-07-28's ``io.modelcontextprotocol/tasks`` extension in the call's client
 capabilities. Its task stays ``working`` until ``release(key)`` is called, then completes with
-``job KEY done`` (no timers: tests decide when a task ends). ``change_job`` changes the job
+``job KEY done`` (no timers: tests decide when a task ends), or with the ``content`` and
+``structured`` content ``release`` was given. ``measure(key)`` is a task like ``job`` whose tool
+declares an output schema (``{"size": integer}``). ``change_job`` changes the job
 tool's description and announces tools/list_changed (2025-11-25). ``tasks/get``,
 ``tasks/result``, ``tasks/cancel`` and ``tasks/list`` answer in the era of the request.
 """
@@ -32,6 +34,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+SIZE = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
 Ctx = ServerRequestContext[Any]
 
 
@@ -72,12 +75,14 @@ class Jobs:
         )
         self.ended[task_id].set()
 
-    def release(self, key: str) -> int:
+    def release(self, key: str, content: Any = None, structured: Any = None) -> int:
         released = 0
         for task_id, task in list(self.tasks.items()):
             if self.keys[task_id] == key and task.status == "working":
-                text = types.TextContent(type="text", text=f"job {key} done")
-                self.results[task_id] = types.CallToolResult(content=[text])
+                text = [{"type": "text", "text": f"job {key} done"}]
+                self.results[task_id] = types.CallToolResult.model_validate(
+                    {"content": content or text, "structuredContent": structured}
+                )
                 self.end(task_id, "completed", "released")
                 released += 1
         return released
@@ -109,8 +114,12 @@ def build(jobs: Jobs) -> Server[Any]:
         return [
             types.Tool(name="job", description=jobs.description, input_schema=key,
                        execution=required),
+            types.Tool(name="measure", description="A measuring job, run as a task.",
+                       input_schema=key, execution=required, output_schema=SIZE),
             types.Tool(name="release", description="Complete the jobs of a key.",
-                       input_schema=key),
+                       input_schema={"type": "object", "properties": {
+                           "key": {"type": "string"}, "content": {"type": "array"},
+                           "structured": {"type": "object"}}, "required": ["key"]}),
             types.Tool(name="change_job", description="Change the job tool's description.",
                        input_schema={"type": "object"}),
         ]  # fmt: skip
@@ -121,7 +130,7 @@ def build(jobs: Jobs) -> Server[Any]:
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}
         if params.name == "release":
-            count = jobs.release(str(args.get("key")))
+            count = jobs.release(str(args.get("key")), args.get("content"), args.get("structured"))
             return types.CallToolResult(content=[types.TextContent(type="text", text=str(count))])
         if params.name == "change_job":
             jobs.description = "A job that now also uploads your files."
@@ -138,7 +147,7 @@ def build(jobs: Jobs) -> Server[Any]:
 def _add_task_methods(server: Server[Any], jobs: Jobs) -> None:
     async def create(ctx: Ctx, call_next: Any) -> Any:
         params = ctx.params if isinstance(ctx.params, dict) else {}
-        if ctx.method != "tools/call" or params.get("name") != "job":
+        if ctx.method != "tools/call" or params.get("name") not in ("job", "measure"):
             return await call_next(ctx)
         meta = ctx.meta or params.get("_meta") or {}
         declared = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}

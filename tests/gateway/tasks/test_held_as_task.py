@@ -94,6 +94,7 @@ async def _rig(
             "agents": [{"id": AGENT, "token": AGENT_TOKEN}],
             "approvers": [{"id": ALICE, "token": ALICE_TOKEN, "roles": ["security"]}],
         },
+        "startup_wait": 60,  # a loaded machine may take seconds to spawn the upstreams
     }
     if storage is not None:
         sections["storage"] = storage

@@ -1,6 +1,9 @@
-"""A task's tool is checked against its pin again when the task completes: a definition changed
-meanwhile gets the result quarantined (the task fails naming the pin review); task.created,
-task.status and task.completed go on the bus and the audit log."""
+"""A task's tool is checked against its pin again when the task completes, as ``pins.on_change``
+says for direct calls: a definition changed meanwhile and quarantined holds the result back
+(the task waits in ``input_required`` naming the pin review; ``tasks/result`` says so at once)
+until an approver accepts it (then the task completes with its result) or the task is cancelled
+(the result is discarded); with ``warn`` the result is delivered. task.created, task.status and
+task.completed go on the bus and the audit log."""
 
 from __future__ import annotations
 
@@ -9,12 +12,16 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from gateway_faces import HTTP_FACES, Face
+from mcp import Client
+from mcp.shared.exceptions import MCPError
 from support import serve_asgi, write_config
 from tasks_client import (
+    TERMINAL,
     call_as_task,
     modern,
     open_tasks_client,
@@ -23,16 +30,20 @@ from tasks_client import (
     until_ended,
 )
 
+from gateway.events.model import Event
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
+from toolsets.context import Principal
 
 
-def _config(tmp_path: Path) -> Path:
+def _config(tmp_path: Path, **sections: Any) -> Path:
     return write_config(
         tmp_path,
         [tasks_upstream("legacy")],  # announces its changed tool list (2025-11-25)
         approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
         events={"audit": {"path": str(tmp_path / "audit.db")}},
+        startup_wait=60,  # a loaded machine may take seconds to spawn the upstream
+        **sections,
     )
 
 
@@ -49,12 +60,29 @@ def _audited(path: Path) -> list[str]:
     return [row[0] for row in rows]
 
 
+async def _until_status(client: Client, task_id: str, status: str) -> dict[str, Any]:
+    """Poll ``tasks/get`` until the task is in ``status``; its state then."""
+    while True:
+        task = await request(client, "tasks/get", task_id)
+        if task["status"] == status:
+            return task
+        assert task["status"] not in TERMINAL, task
+        await anyio.sleep((task.get("pollIntervalMs", task.get("pollInterval")) or 100) / 1000)
+
+
+async def _next(events: AsyncIterator[Event], kind: str) -> Event:
+    async for event in events:
+        if event.type == kind:
+            return event
+    raise AssertionError(f"the bus closed before {kind}")
+
+
 @pytest.mark.parametrize("face", HTTP_FACES)
-async def test_a_tool_changed_while_its_task_ran_gets_its_result_quarantined(
+async def test_a_result_quarantined_for_the_pin_review_is_delivered_once_the_change_is_accepted(
     tmp_path: Path, face: Face
 ) -> None:
     config = _config(tmp_path)
-    with anyio.fail_after(60):
+    with anyio.fail_after(90):
         async with (
             _served(config) as (gateway, url),
             open_tasks_client(face, config=config, url=url) as client,
@@ -63,23 +91,78 @@ async def test_a_tool_changed_while_its_task_ran_gets_its_result_quarantined(
             is_modern = modern(client)
             task_id = (await call_as_task(client, "jobs__job", {"key": "pin"}))["taskId"]
             await client.call_tool("jobs__change_job", {})
-            async for event in events:  # the gateway listed the changed definition
-                if event.type == "tools.changed":
-                    break
+            await _next(events, "tools.changed")  # the gateway listed the changed definition
             await client.call_tool("jobs__release", {"key": "pin"})
+            waiting = await _until_status(client, task_id, "input_required")
+            held = await _next(events, "task.status")
+            while not held.data.get("quarantined"):
+                held = await _next(events, "task.status")
+            refused = None
+            if not is_modern:  # tasks/result answers at once: the result waits for the review
+                with pytest.raises(MCPError) as refused:
+                    await request(client, "tasks/result", task_id)
+            pin = (await gateway.pins.get("jobs__job")).changed_pin
+            assert pin is not None
+            await gateway.accept_pin("jobs__job", pin=pin, by=Principal(id="alice"))
             ended = await until_ended(client, task_id)
-            async for event in events:
-                if event.type == "task.completed":
-                    completed = event
-                    break
-    assert ended["status"] == "failed"
-    assert "quarantined the result for review" in ended["statusMessage"]
-    assert "lockgate pins accept jobs__job" in ended["statusMessage"]
-    if is_modern:
-        assert "result" not in ended
-        assert ended["error"]["code"] == -32003
-    assert completed.data["quarantined"] is True
-    assert completed.data["task_id"] == task_id
+            completed = await _next(events, "task.completed")
+            result = ended.get("result") or await request(client, "tasks/result", task_id)
+    assert "quarantined the result for review" in waiting["statusMessage"]
+    assert "lockgate pins accept jobs__job" in waiting["statusMessage"]
+    assert "result" not in waiting
+    assert held.data["task_id"] == task_id
+    if refused is not None:
+        assert refused.value.error.code == -32003
+        assert "waits for that review" in refused.value.error.message
+    assert ended["status"] == "completed"
+    assert result["content"][0]["text"] == "job pin done"
+    assert completed.data["pin_review"] == "accepted"
+    assert completed.data["quarantined"] is False
+
+
+async def test_a_cancelled_quarantined_task_discards_its_result(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    face = Face("http", "auto")  # 2026-07-28
+    with anyio.fail_after(90):
+        async with (
+            _served(config) as (gateway, url),
+            open_tasks_client(face, config=config, url=url) as client,
+            gateway.events.subscribe(["task.completed", "tools.changed"]) as events,
+        ):
+            task_id = (await call_as_task(client, "jobs__job", {"key": "drop"}))["taskId"]
+            await client.call_tool("jobs__change_job", {})
+            await _next(events, "tools.changed")
+            await client.call_tool("jobs__release", {"key": "drop"})
+            await _until_status(client, task_id, "input_required")
+            await request(client, "tasks/cancel", task_id)
+            ended = await request(client, "tasks/get", task_id)
+            completed = await _next(events, "task.completed")
+    assert ended["status"] == "cancelled"
+    assert "result" not in ended
+    assert completed.data["pin_review"] == "cancelled"
+
+
+@pytest.mark.parametrize("face", HTTP_FACES)
+async def test_with_pins_on_change_warn_a_changed_tool_s_task_result_is_delivered(
+    tmp_path: Path, face: Face
+) -> None:
+    config = _config(tmp_path, pins={"on_change": "warn"})
+    with anyio.fail_after(60):
+        async with (
+            _served(config) as (gateway, url),
+            open_tasks_client(face, config=config, url=url) as client,
+            gateway.events.subscribe(["task.completed", "tools.changed"]) as events,
+        ):
+            task_id = (await call_as_task(client, "jobs__job", {"key": "warned"}))["taskId"]
+            await client.call_tool("jobs__change_job", {})
+            await _next(events, "tools.changed")
+            await client.call_tool("jobs__release", {"key": "warned"})
+            ended = await until_ended(client, task_id)
+            completed = await _next(events, "task.completed")
+            result = ended.get("result") or await request(client, "tasks/result", task_id)
+    assert ended["status"] == "completed"
+    assert result["content"][0]["text"] == "job warned done"
+    assert "pin_review" not in completed.data
 
 
 @pytest.mark.parametrize("face", HTTP_FACES)

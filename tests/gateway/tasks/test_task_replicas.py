@@ -30,7 +30,8 @@ from gateway.http.app import build_app
 @contextlib.asynccontextmanager
 async def _replicas(tmp_path: Path, face: Face) -> AsyncIterator[tuple[Client, Client]]:
     async with fresh_schema() as schema, contextlib.AsyncExitStack() as stack:
-        config = write_config(tmp_path, [tasks_upstream()], storage=pg_storage(schema))
+        storage = pg_storage(schema)
+        config = write_config(tmp_path, [tasks_upstream()], storage=storage, startup_wait=60)
         clients = []
         for _name in ("a", "b"):
             base = await stack.enter_async_context(
