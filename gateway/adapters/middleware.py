@@ -151,7 +151,7 @@ class LockgateMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             list(tools), wrap_tool_call=self.wrap_tool_call, awrap_tool_call=self.awrap_tool_call
         )
 
-    def review_node(self) -> RunnableLambda[Mapping[str, Any], dict[str, Any] | None]:
+    def review_node(self) -> RunnableLambda[Any, dict[str, Any] | None]:
         """The graph node after a `tool_node`: one interrupt for all the held calls of the last
         AI message, then their outcomes in place of their "pending" tool messages."""
         return RunnableLambda(self.review_turn, afunc=self.areview_turn, name="lockgate_review")

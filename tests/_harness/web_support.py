@@ -62,6 +62,26 @@ def web_config(directory: Path, *policies: str) -> Path:
     )
 
 
+def console_config(directory: Path, auth: dict[str, Any], policy: str = "console.yaml") -> Path:
+    """A console suite's gateway config: the echo upstream as ``e``, the policy file ``policy``
+    of ``fixtures/``, pending calls in memory, the audit log in ``directory``, and ``auth``."""
+    return write_config(
+        directory,
+        [echo_upstream("e")],
+        policies={"files": [str(HERE / "fixtures" / policy)]},
+        approvals={"store": "memory"},
+        events={"audit": {"path": str(directory / "audit.db")}},
+        auth=auth,
+    )
+
+
+async def open_console(page: Page, url: str, token: str) -> None:
+    """Sign in to the console at ``url`` with ``token`` (with the mouse)."""
+    await page.goto(f"{url}/console")
+    await page.fill("#token", token)
+    await page.click("#login button")
+
+
 def marker(label: str) -> str:
     """A value no other test uses: a test's cards are told apart from earlier tests' ones."""
     return f"{label}-{uuid.uuid4().hex[:8]}"

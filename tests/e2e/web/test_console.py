@@ -18,7 +18,18 @@ import httpx2
 import pytest
 from playwright.async_api import Browser, Page, expect
 from support import echo_upstream, serve_asgi, write_config
-from web_support import HERE, Site, approver_api, calls, held, marker, new_page, screenshot
+from web_support import (
+    HERE,
+    Site,
+    approver_api,
+    calls,
+    console_config,
+    held,
+    marker,
+    new_page,
+    open_console,
+    screenshot,
+)
 
 from gateway import Gateway
 from gateway.http.app import build_app
@@ -48,21 +59,14 @@ ROUTES = [
 
 @pytest.fixture(scope="module")
 async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
-    folder = tmp_path_factory.mktemp("console")
-    config = write_config(
-        folder,
-        [echo_upstream("e")],
-        policies={"files": [str(HERE / "fixtures" / "console.yaml")]},
-        approvals={"store": "memory"},
-        events={"audit": {"path": str(folder / "audit.db")}},
-        auth={
-            "approvers": [
-                {"id": "user:olga", "token": OPERATOR_TOKEN, "roles": ["operator", "security"]},
-                {"id": "user:pat", "token": PLAIN_TOKEN, "roles": ["security"]},
-            ],
-            "agents": [{"id": "agent:bot", "token": AGENT_TOKEN}],
-        },
-    )
+    auth = {
+        "approvers": [
+            {"id": "user:olga", "token": OPERATOR_TOKEN, "roles": ["operator", "security"]},
+            {"id": "user:pat", "token": PLAIN_TOKEN, "roles": ["security"]},
+        ],
+        "agents": [{"id": "agent:bot", "token": AGENT_TOKEN}],
+    }
+    config = console_config(tmp_path_factory.mktemp("console"), auth)
     gateway = Gateway.from_config(config)
     async with serve_asgi(build_app(gateway)) as url:
         assert await gateway.wait_ready(30)
@@ -75,9 +79,7 @@ def _as(caller: str, session: str = "s-console", roles: tuple[str, ...] = ()) ->
 
 async def _open(browser: Browser, site: Site, token: str = OPERATOR_TOKEN) -> AsyncIterator[Page]:
     async with new_page(browser, width=PHONE) as page:
-        await page.goto(f"{site.url}/console")
-        await page.fill("#token", token)
-        await page.click("#login button")
+        await open_console(page, site.url, token)
         yield page
 
 

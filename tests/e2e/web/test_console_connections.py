@@ -12,7 +12,7 @@ import pytest
 from credentials_support import AGENTS, SECRETS, credentials_config, rest, secret_stdio, vault_keys
 from playwright.async_api import Browser, expect
 from support import serve_asgi
-from web_support import Site, marker, new_page, screenshot
+from web_support import Site, marker, new_page, open_console, screenshot
 
 from gateway import Gateway
 from gateway.http.app import build_app
@@ -43,9 +43,7 @@ async def test_an_operator_sees_who_is_connected_to_what_and_never_the_secret(
         put = await alice.put("/api/connections/local", json={"secret": SECRETS["agent:alice"]})
         assert put.status_code == 200, put.text
     async with new_page(browser, width=390) as page:
-        await page.goto(f"{site.url}/console")
-        await page.fill("#token", OPERATOR_TOKEN)
-        await page.click("#login button")
+        await open_console(page, site.url, OPERATOR_TOKEN)
         await expect(page.locator("#status")).to_have_text("Signed in as user:olga (operator)")
         await page.locator('#sections a[href="#connections"]').click()
         item = page.locator("#connection-list li")

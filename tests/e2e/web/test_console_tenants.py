@@ -14,8 +14,8 @@ import httpx2
 import pytest
 from events_e2e_support import watching
 from playwright.async_api import Browser, expect
-from support import echo_upstream, serve_asgi, write_config
-from web_support import HERE, Site, held, marker, new_page
+from support import serve_asgi
+from web_support import Site, console_config, held, marker, new_page, open_console
 
 from gateway import Gateway
 from gateway.http.app import build_app
@@ -33,21 +33,12 @@ rules:
 
 @pytest.fixture(scope="module")
 async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
-    folder = tmp_path_factory.mktemp("console-tenants")
     roles = ["operator", "security"]
-    config = write_config(
-        folder,
-        [echo_upstream("e")],
-        policies={"files": [str(HERE / "fixtures" / "console.yaml")]},
-        approvals={"store": "memory"},
-        events={"audit": {"path": str(folder / "audit.db")}},
-        auth={
-            "approvers": [
-                {"id": "user:tina", "token": ACME_TOKEN, "roles": roles, "tenant": "acme"},
-                {"id": "user:olga", "token": PLAIN_TOKEN, "roles": roles},
-            ]
-        },
-    )
+    approvers = [
+        {"id": "user:tina", "token": ACME_TOKEN, "roles": roles, "tenant": "acme"},
+        {"id": "user:olga", "token": PLAIN_TOKEN, "roles": roles},
+    ]
+    config = console_config(tmp_path_factory.mktemp("console-tenants"), {"approvers": approvers})
     gateway = Gateway.from_config(config)
     async with serve_asgi(build_app(gateway)) as url:
         assert await gateway.wait_ready(30)
@@ -168,9 +159,7 @@ async def test_the_console_page_of_a_tenants_operator_shows_that_tenant_only(
     callers = await _callers(site, "e__whoami")
     await _audit(site, "acme", callers["acme"])
     async with new_page(browser, width=390) as page:
-        await page.goto(f"{site.url}/console")
-        await page.fill("#token", ACME_TOKEN)
-        await page.click("#login button")
+        await open_console(page, site.url, ACME_TOKEN)
         await expect(page.locator("#status")).to_contain_text("Signed in as user:tina")
         await page.locator('#sections a[href="#audit"]').click()
         await page.click("#audit-refresh")
