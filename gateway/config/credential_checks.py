@@ -48,15 +48,28 @@ def _oauth_problem(server: ServerConfig) -> tuple[str, str] | None:
     credentials = server.credentials
     if server.transport == "stdio":
         return "mode", "a stdio server has no OAuth: use secret (env) or shared"
-    for key in ("header", "env"):
-        if getattr(credentials, key) is not None:
-            return key, f"oauth mode sends the access token itself: remove {key!r}"
+    if (found := _sends_its_token(server, "oauth mode sends the access token")) is not None:
+        return found
     client = credentials.client
     if client is not None and client.secret is not None:
-        name = client.secret.removeprefix("env:")
-        if not os.environ.get(name):
-            return "client.secret", f"environment variable {name} (the client secret) is not set"
+        return _secret_unset("client.secret", client.secret)
     return None
+
+
+def _sends_its_token(server: ServerConfig, says: str) -> tuple[str, str] | None:
+    """(key, problem) of a ``header`` or ``env`` set for a mode that sends a token itself."""
+    for key in ("header", "env"):
+        if getattr(server.credentials, key) is not None:
+            return key, f"{says} itself: remove {key!r}"
+    return None
+
+
+def _secret_unset(key: str, ref: str) -> tuple[str, str] | None:
+    """(key, problem) when the variable of a client secret (``env:NAME``) is not set."""
+    name = ref.removeprefix("env:")
+    if os.environ.get(name):
+        return None
+    return key, f"environment variable {name} (the client secret) is not set"
 
 
 def _exchange_problem(server: ServerConfig) -> tuple[str, str] | None:
@@ -66,16 +79,9 @@ def _exchange_problem(server: ServerConfig) -> tuple[str, str] | None:
         return "mode", "a stdio server takes no bearer token: use secret (env) or shared"
     if credentials.exchange is None:
         return "exchange", "token_exchange mode needs 'exchange' (issuer or token_endpoint, client)"
-    for key in ("header", "env"):
-        if getattr(credentials, key) is not None:
-            return key, f"token_exchange sends the exchanged token itself: remove {key!r}"
-    name = credentials.exchange.client.secret.removeprefix("env:")
-    if not os.environ.get(name):
-        return (
-            "exchange.client.secret",
-            f"environment variable {name} (the client secret) is not set",
-        )
-    return None
+    if (found := _sends_its_token(server, "token_exchange sends the exchanged token")) is not None:
+        return found
+    return _secret_unset("exchange.client.secret", credentials.exchange.client.secret)
 
 
 def check_credentials(config: GatewayConfig, located: Located) -> list[ConfigIssue]:

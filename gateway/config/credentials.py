@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, field_validator
 
 from gateway.config._strict import Strict
-from gateway.config.token_exchange import TokenExchangeConfig
+from gateway.config.token_exchange import TokenExchangeConfig, scope_tokens
 
 __all__ = [
     "KEY_FORM",
@@ -117,10 +117,7 @@ class CredentialsConfig(Strict):
     @field_validator("scopes")
     @classmethod
     def _scope_tokens(cls, value: list[str]) -> list[str]:
-        for scope in value:
-            if not scope or any(c.isspace() or c in '"\\' for c in scope):
-                raise ValueError(f"{scope!r} is not a scope (one token, no spaces or quotes)")
-        return value
+        return scope_tokens(value)
 
     @field_validator("mode", mode="before")
     @classmethod

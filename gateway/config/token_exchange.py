@@ -11,9 +11,18 @@ from pydantic import Field, field_validator, model_validator
 
 from gateway.config._strict import Strict
 
-__all__ = ["ExchangeClientConfig", "TokenExchangeConfig"]
+__all__ = ["ExchangeClientConfig", "TokenExchangeConfig", "scope_tokens"]
 
 URL = r"^https?://[^\s/?#]+[^\s#]*$"
+
+
+def scope_tokens(value: list[str]) -> list[str]:
+    """``value``, each a scope token (no spaces or quotes), or `ValueError` naming the first
+    that is not."""
+    for scope in value:
+        if not scope or any(c.isspace() or c in '"\\' for c in scope):
+            raise ValueError(f"{scope!r} is not a scope (one token, no spaces or quotes)")
+    return value
 
 
 class ExchangeClientConfig(Strict):
@@ -69,10 +78,7 @@ class TokenExchangeConfig(Strict):
     @field_validator("scopes")
     @classmethod
     def _scope_tokens(cls, value: list[str]) -> list[str]:
-        for scope in value:
-            if not scope or any(c.isspace() or c in '"\\' for c in scope):
-                raise ValueError(f"{scope!r} is not a scope (one token, no spaces or quotes)")
-        return value
+        return scope_tokens(value)
 
     @model_validator(mode="after")
     def _one_endpoint(self) -> TokenExchangeConfig:
