@@ -62,8 +62,8 @@ from gateway.wiring.stores import (
     rate_counter,
     session_book,
     shared_backend,
-    task_store,
 )
+from gateway.wiring.tasks import task_service
 from gateway.wiring.upstreams import build_upstream
 from gateway.wiring.vault import build_vault
 from policies import PolicyDecider, PolicyEngine, PolicyHolder
@@ -301,6 +301,23 @@ def _chain(
     )
 
 
+def _tasks(
+    config: GatewayConfig, built: _Served, approvals: ApprovalService, calls: ToolCalls
+) -> TaskService:
+    """The gateway's tasks (`gateway.wiring.tasks`)."""
+    return task_service(
+        config,
+        built.shared,
+        upstreams=built.upstreams,
+        events=built.events,
+        approvals=approvals,
+        sessions=built.sessions,
+        catalogue=(built.combined, built.served, built.catalogue),
+        pins=built.pins,
+        calls=calls,
+    )
+
+
 def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset] = ()) -> Parts:
     """Build (but do not start) the gateway's parts from ``config``; script tools and hooks
     call tools through ``calls``, the top of the chain (`gateway.runtime.CallEntry`)."""
@@ -344,7 +361,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
             config, upstreams, guard=guard, ready=built.readiness.warm_up
         ),
         relay=Relay(upstreams),
-        tasks=TaskService(task_store(config, built.shared), upstreams, events.recorder),
+        tasks=_tasks(config, built, approvals, calls),
         telemetry=telemetry,
         vault=built.vault,
         connect=built.connect,
