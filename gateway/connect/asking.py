@@ -24,6 +24,8 @@ from toolsets.errors import RelayRefused
 __all__ = ["ask_to_connect", "link_request"]
 
 log = logging.getLogger("lockgate.connect")
+PROGRESS_INTERVAL = 5.0
+"""Seconds between progress notifications while waiting, for a client that asked for them."""
 
 
 def link_request(call: PendingCall, link: str, ctx: CallContext) -> types.ElicitRequest:
@@ -52,5 +54,11 @@ async def ask_to_connect(
     except (MCPError, RelayRefused) as exc:  # answered with the link instead
         log.info("connect link for %s not sent by elicitation: %s", call.id, exc)
         return call
-    remaining = max(deadline - anyio.current_time(), 0.0)
-    return await store.wait(call.id, remaining, while_in={"pending"})
+    step = 0
+    while (remaining := deadline - anyio.current_time()) > 0 and call.state == "pending":
+        wait = min(remaining, PROGRESS_INTERVAL) if ctx.progress is not None else remaining
+        call = await store.wait(call.id, wait, while_in={"pending"})
+        if call.state == "pending" and ctx.progress is not None:  # keeps its request alive
+            step += 1
+            await ctx.progress(step, None, f"waiting for you to connect {call.server!r}")
+    return call
