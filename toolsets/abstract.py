@@ -39,10 +39,16 @@ class Toolset(ABC):
 
         Catalogue caches (`CombinedToolset`, `PrefixedToolset`, `FilteredToolset`) are keyed by
         it, so a toolset whose catalogue changes must change it; a fixed catalogue keeps the
-        default. Below `CombinedToolset` a catalogue must not depend on the context: what one
-        caller may see is decided above it (`FilteredToolset`).
+        default. Below `CombinedToolset` a catalogue depends on the context only through
+        `variant`: what one caller may see is decided above it (`FilteredToolset`).
         """
         return 0
+
+    def variant(self, ctx: CallContext) -> Hashable:
+        """Which of this toolset's catalogues ``ctx`` gets: None, the one every caller gets
+        (the default); else a key of the catalogue its caller's own upstream connection
+        listed (`toolsets.upstream.per_principal`). Caches are kept per (version, variant)."""
+        return None
 
     @abstractmethod
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:

@@ -13,20 +13,23 @@ from toolsets.context import CallContext
 from toolsets.errors import ToolCollisionError, ToolNotFoundError
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.variants import Views
 
 __all__ = ["CombinedToolset"]
 
 log = logging.getLogger("lockgate.toolsets")
-_NEVER = object()
 
 
 class CombinedToolset(Toolset):
-    """Merges catalogues; the same exposed name from two toolsets is a `ToolCollisionError`."""
+    """Merges catalogues; the same exposed name from two toolsets is a `ToolCollisionError`.
+
+    One merged catalogue per variant (`Toolset.variant`: a child serving a caller the catalogue
+    of its own connection); a name belongs to the same child in every variant."""
 
     def __init__(self, toolsets: Sequence[Toolset]) -> None:
         self.toolsets = tuple(toolsets)
-        self._merged: Hashable = _NEVER
-        self._tools: dict[str, ToolDef] = {}
+        self._views: Views[dict[str, ToolDef]] = Views()
+        self._good: dict[str, ToolDef] | None = None
         self._owner: dict[str, Toolset] = {}
         self._stack: contextlib.AsyncExitStack | None = None
 
@@ -34,21 +37,27 @@ class CombinedToolset(Toolset):
     def version(self) -> Hashable:
         return tuple(toolset.version for toolset in self.toolsets)
 
+    def variant(self, ctx: CallContext) -> Hashable:
+        variants = tuple(toolset.variant(ctx) for toolset in self.toolsets)
+        return variants if any(v is not None for v in variants) else None
+
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        version = self.version
-        if version != self._merged:
+        version, variant = self.version, self.variant(ctx)
+        tools = self._views.get(variant, version)
+        if tools is None:
             sources = [await toolset.get_tools(ctx) for toolset in self.toolsets]
             try:
-                self._merge(sources)
+                tools = self._good = self._merge(sources)
             except ToolCollisionError as exc:
-                if self._merged is _NEVER:
+                if self._good is None:
                     raise  # at startup: refuse to start
                 # Later (a list_changed): keep serving the last good catalogue.
                 log.error("catalogue change refused, the last good catalogue stays: %s", exc)
-            self._merged = version
-        return self._tools
+                tools = self._good
+            self._views.put(variant, version, tools)
+        return tools
 
-    def _merge(self, sources: list[dict[str, ToolDef]]) -> None:
+    def _merge(self, sources: list[dict[str, ToolDef]]) -> dict[str, ToolDef]:
         tools: dict[str, ToolDef] = {}
         owner: dict[str, Toolset] = {}
         for toolset, catalogue in zip(self.toolsets, sources, strict=True):
@@ -57,7 +66,8 @@ class CombinedToolset(Toolset):
                     raise ToolCollisionError(name, tools[name].server, tool.server)
                 tools[name] = tool
                 owner[name] = toolset
-        self._tools, self._owner = tools, owner
+        self._owner.update(owner)  # every variant's names: a name has one owner
+        return tools
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef

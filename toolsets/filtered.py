@@ -26,7 +26,8 @@ class FilteredToolset(WrapperToolset):
 
     Calls are not filtered again: a caller looks a tool up in this toolset's listing before it
     calls it, so a hidden tool is never found. With ``cache_key``, the filtered catalogue is kept
-    per ``(wrapped version, cache_key(ctx))``: contexts with the same key see the same tools.
+    per ``(wrapped version, variant, cache_key(ctx))``: contexts with the same key see the same
+    tools.
     """
 
     def __init__(
@@ -39,10 +40,12 @@ class FilteredToolset(WrapperToolset):
         super().__init__(wrapped)
         self.filter_func = filter_func
         self.cache_key = cache_key
-        self._cache: dict[tuple[Hashable, Hashable], dict[str, ToolDef]] = {}
+        self._cache: dict[tuple[Hashable, Hashable, Hashable], dict[str, ToolDef]] = {}
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        key = (self.wrapped.version, self.cache_key(ctx)) if self.cache_key else None
+        wrapped, key = self.wrapped, None
+        if self.cache_key is not None:
+            key = (wrapped.version, wrapped.variant(ctx), self.cache_key(ctx))
         cached = self._cache.get(key) if key is not None else None
         if cached is not None:
             return cached

@@ -15,6 +15,7 @@ import anyio
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
 from toolsets.tooldef import ToolDef
+from toolsets.variants import Views
 from toolsets.wrapper import WrapperToolset
 
 __all__ = ["PinGuard", "PinnedToolset"]
@@ -28,34 +29,41 @@ class PinGuard(Protocol):
         """Changes whenever a review could answer differently (a definition was accepted)."""
         ...
 
-    async def review(self, tools: Mapping[str, ToolDef]) -> frozenset[str]:
-        """Check ``tools`` (by exposed name) against their pins; the names held back."""
+    async def review(
+        self, tools: Mapping[str, ToolDef], *, variant: bool = False
+    ) -> frozenset[str]:
+        """Check ``tools`` (by exposed name) against their pins; the names held back.
+        ``variant``: the catalogue one principal's own connection listed (`Toolset.variant`),
+        not the common one."""
         ...
 
 
 class PinnedToolset(WrapperToolset):
     """The wrapped catalogue without quarantined definitions; calls pass through (the tool a
-    call carries was looked up in this catalogue)."""
+    call carries was looked up in this catalogue). Each variant is reviewed on its own."""
 
     def __init__(self, wrapped: Toolset, guard: PinGuard) -> None:
         super().__init__(wrapped)
         self.guard = guard
         self._lock = anyio.Lock()
-        self._key: Hashable = object()
-        self._tools: dict[str, ToolDef] = {}
+        self._views: Views[dict[str, ToolDef]] = Views()
 
     @property
     def version(self) -> Hashable:
         return (self.wrapped.version, self.guard.version)
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        if self.version == self._key:
-            return self._tools
+        variant = self.wrapped.variant(ctx)
+        served = self._views.get(variant, self.version)
+        if served is not None:
+            return served
         async with self._lock:  # one review per catalogue version, however many listers wait
             key = self.version
-            if key != self._key:
+            served = self._views.get(variant, key)
+            if served is None:
                 tools = await self.wrapped.get_tools(ctx)
-                held = await self.guard.review(tools)
-                self._tools = {n: t for n, t in tools.items() if n not in held}
-                self._key = key if self.version == key else object()
-        return self._tools
+                held = await self.guard.review(tools, variant=variant is not None)
+                served = {n: t for n, t in tools.items() if n not in held}
+                if self.version == key:  # else the next lister reviews again
+                    self._views.put(variant, key, served)
+        return served

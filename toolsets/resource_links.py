@@ -4,7 +4,7 @@ gateway's."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from toolsets.abstract import Toolset
@@ -12,6 +12,7 @@ from toolsets.context import CallContext
 from toolsets.resource_uris import gateway_uri, rewrite_blocks
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.variants import Views
 from toolsets.wrapper import WrapperToolset
 
 __all__ = ["ResourceLinksToolset", "ui_meta"]
@@ -29,16 +30,16 @@ class ResourceLinksToolset(WrapperToolset):
     def __init__(self, wrapped: Toolset, prefix: str) -> None:
         super().__init__(wrapped)
         self.prefix = prefix
-        self._linked_at: Hashable = object()
-        self._linked: dict[str, ToolDef] = {}
+        self._views: Views[dict[str, ToolDef]] = Views()
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        version = self.wrapped.version
-        if version != self._linked_at:
+        version, variant = self.wrapped.version, self.wrapped.variant(ctx)
+        linked = self._views.get(variant, version)
+        if linked is None:
             tools = await self.wrapped.get_tools(ctx)
-            self._linked = {name: self._link(tool) for name, tool in tools.items()}
-            self._linked_at = version
-        return self._linked
+            linked = {name: self._link(tool) for name, tool in tools.items()}
+            self._views.put(variant, version, linked)
+        return linked
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef

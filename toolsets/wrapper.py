@@ -28,6 +28,9 @@ class WrapperToolset(Toolset):
     def version(self) -> Hashable:
         return self.wrapped.version
 
+    def variant(self, ctx: CallContext) -> Hashable:
+        return self.wrapped.variant(ctx)
+
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         return await self.wrapped.get_tools(ctx)
 

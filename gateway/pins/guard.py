@@ -11,6 +11,10 @@ The store is shared by every process on the same config (a second ``lockgate`` c
 replicas): `gateway.pins.follow.PinFollower` brings what they record into a serving process
 (`changed_elsewhere`, then `adopt`). A quarantine recorded elsewhere holds the tool here too,
 whatever definition this process's upstream shows, until an approver accepts it.
+
+A server reached over one connection per principal may list a tool differently to different
+principals: each definition is pinned on its own (`ToolPins._check_variant`), so neither flips
+the other's pin.
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ __all__ = ["ToolPins"]
 
 log = logging.getLogger("lockgate.pins")
 
+VARIANT_MARK = "#"
+"""Between a tool's name and its definition's pin in the pin of a per-principal definition."""
+PIN_CHARS = 16
+"""Hex characters of a definition's pin in such a name."""
+
 Record = Callable[[Event], Awaitable[None]]
 """Puts an event on record (audit first) and publishes it; raises when it cannot."""
 
@@ -48,6 +57,8 @@ class ToolPins:
     Args:
         store: Where pins persist.
         servers: The upstream servers whose tools are pinned (local functions are not).
+        pooled: Those of them reached over one connection per principal, whose catalogues
+            may differ per principal (see `review`); None: any of them.
         on_change: What a change of what the model reads or policies decide on does.
         on_metadata_change: What a change of icons, execution or ``_meta`` alone does.
         approvers: Who may accept (ids or ``role:NAME``); empty: every approver.
@@ -59,6 +70,7 @@ class ToolPins:
         store: PinStore,
         *,
         servers: Iterable[str],
+        pooled: Iterable[str] | None = None,
         on_change: Action = "quarantine",
         on_metadata_change: Action = "warn",
         approvers: Iterable[str] = (),
@@ -67,6 +79,7 @@ class ToolPins:
     ) -> None:
         self.store = store
         self._servers = frozenset(servers)
+        self._pooled = None if pooled is None else frozenset(pooled)
         self._on_change, self._on_metadata_change = on_change, on_metadata_change
         self._approvers = tuple(approvers)
         self._record, self._clock = record, clock
@@ -84,16 +97,46 @@ class ToolPins:
         may answer differently)."""
         return self._version
 
-    async def review(self, tools: Mapping[str, ToolDef]) -> frozenset[str]:
-        """Check ``tools`` against their pins; the exposed names held in quarantine."""
+    async def review(
+        self, tools: Mapping[str, ToolDef], *, variant: bool = False
+    ) -> frozenset[str]:
+        """Check ``tools`` against their pins; the exposed names held in quarantine.
+        ``variant``: the catalogue of one principal's own connection (`_check_variant`)."""
         async with self._lock:
             pins = await self._loaded()
             held: dict[str, ToolDef] = {}
             for name, tool in tools.items():
-                if tool.server in self._servers and await self._check(pins, name, tool):
+                if tool.server not in self._servers:
+                    continue
+                if variant and (self._pooled is None or tool.server in self._pooled):
+                    hold = await self._check_variant(pins, name, tool)
+                else:
+                    hold = await self._check(pins, name, tool)
+                if hold:
                     held[name] = tool
-            self._held = held
+            if not variant:
+                self._held = held
             return frozenset(held)
+
+    async def _check_variant(
+        self, pins: dict[tuple[str, str], PinRecord], name: str, tool: ToolDef
+    ) -> bool:
+        """Whether ``tool``, as one principal's own connection listed it, is held. Pins are
+        per definition: the tool's pin passes (never touched, so principals seeing different
+        definitions do not flip it); another definition has a pin of its own, ``name#pin``,
+        made the first time as a change of the tool's pin (``pins.on_change``: quarantined
+        by default, accepted once for everyone who gets that definition)."""
+        common = pins.get((tool.server, tool.upstream_name))
+        if common is None:  # the first definition seen anywhere: the tool's pin
+            return await self._check(pins, name, tool)
+        if common.pin == tool.pin:
+            return False
+        own = f"{tool.upstream_name}{VARIANT_MARK}{tool.pin[:PIN_CHARS]}"
+        if (tool.server, own) not in pins:  # new: held against the tool's accepted definition
+            seed = replace(common, tool=own, changed_pin=None, changed=None, changed_at=None)
+            pins[seed.key] = seed
+        exposed = f"{name}{VARIANT_MARK}{tool.pin[:PIN_CHARS]}"
+        return await self._check(pins, exposed, replace(tool, upstream_name=own))
 
     def quarantined(self, name: str) -> tuple[ToolDef, PinRecord] | None:
         """The definition of ``name`` held in quarantine by the last review, and its pin."""

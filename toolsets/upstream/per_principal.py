@@ -4,18 +4,20 @@ bring their own credentials (``credentials.mode`` other than ``shared``).
 Each principal's connection is an `MCPServerToolset` made by the gateway's ``factory`` with that
 principal's secret, opened on first use (or when the secret is set: `warm`), closed after
 ``idle_timeout`` seconds unused, and at most ``max_connections`` at once. A stdio server is one
-process per principal. The catalogue served is the one listed by the latest connection to come
-up (the same for every caller, as the chain above expects); before any principal has connected
-it is empty. A call from a principal with no secret is held by the ``connect`` gate until they
-connect (without one it is refused ``not_connected``, naming how to connect); a secret
-replaced or revoked closes the connection made with the old one.
+process per principal. Each caller is served the catalogue their own connection listed where it
+differs from the common one (`PrincipalCatalogues`: the first connection's, which callers not
+connected yet get); before any principal has connected it is empty. Connections, catalogues
+and vault entries are keyed by `principal_key`: (tenant, principal). A call from a principal
+with no secret is held by the ``connect`` gate until they connect (without one it is refused
+``not_connected``, naming how to connect); a secret replaced or revoked closes the connection
+made with the old one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -29,6 +31,7 @@ from toolsets.errors import LockgateError
 from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.principal_catalogues import PrincipalCatalogues
 from toolsets.upstream.server import MCPServerToolset
 
 __all__ = [
@@ -128,8 +131,7 @@ class PerPrincipalToolset(Toolset):
         self.connect_timeout = connect_timeout
         self.on_tools_changed = on_tools_changed
         self.entries: dict[str, _Entry] = {}
-        self._tools: dict[str, ToolDef] = {}
-        self._version = 0
+        self.catalogues = PrincipalCatalogues()
         self._tg: TaskGroup | None = None
 
     @property
@@ -138,10 +140,13 @@ class PerPrincipalToolset(Toolset):
 
     @property
     def version(self) -> int:
-        return self._version
+        return self.catalogues.version
+
+    def variant(self, ctx: CallContext) -> Hashable:
+        return self.catalogues.variant(principal_key(ctx.principal))
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        return self._tools
+        return self.catalogues.tools(principal_key(ctx.principal))
 
     def not_connected(self) -> Refusal:
         """The refusal of a call from a principal with no secret for this server."""
@@ -226,10 +231,12 @@ class PerPrincipalToolset(Toolset):
         self._tg.start_soon(self._hold, principal, entry, name=f"upstream {self.name} {principal}")
         return entry
 
-    async def warm(self, principal: str) -> bool:
+    async def warm(self, principal: str, *, notify: bool = True) -> bool:
         """Open ``principal``'s connection now (its secret was just set) and wait for its
         first outcome, its tools becoming the catalogue; True when it is up (False: no secret,
-        the server full or down). A revoked secret closes the connection instead."""
+        the server full or down). A revoked secret closes the connection instead. From inside
+        a listing (``notify=False``) a changed catalogue is not announced: the listing in
+        progress reads it, and announcing would list again, re-entering it."""
         secret = await self.secrets.secret(principal)
         if secret is None or self._tg is None:
             self.drop(principal)
@@ -237,7 +244,7 @@ class PerPrincipalToolset(Toolset):
         entry = self._open(principal, secret)
         if entry is None or not await entry.toolset.wait_ready(self.connect_timeout):
             return False
-        await self._adopt(entry.toolset.tools)
+        await self._adopt(principal, entry.toolset.tools, notify=notify)
         return True
 
     async def wait_closed(self, principal: str) -> None:
@@ -257,7 +264,7 @@ class PerPrincipalToolset(Toolset):
         try:
             async with entry.toolset:
                 if await entry.toolset.wait_ready(self.connect_timeout):
-                    await self._adopt(entry.toolset.tools)
+                    await self._adopt(principal, entry.toolset.tools)
                 entry.last_used = max(entry.last_used, anyio.current_time())  # idle from now
                 while not entry.stop.is_set():
                     idle_until = entry.last_used + self.idle_timeout
@@ -274,22 +281,20 @@ class PerPrincipalToolset(Toolset):
         if self.entries.get(principal) is entry:
             del self.entries[principal]
 
-    async def _adopt(self, tools: dict[str, ToolDef]) -> None:
-        if tools == self._tools:
+    async def _adopt(self, principal: str, tools: dict[str, ToolDef], notify: bool = True) -> None:
+        if not self.catalogues.adopt(principal, tools):
             return
-        self._tools = dict(tools)
-        self._version += 1
-        if self.on_tools_changed is not None:
+        if notify and self.on_tools_changed is not None:
             await self.on_tools_changed(self.name)
 
     def _relisted(self, principal: str) -> ToolsChangedHandler:
-        """What ``principal``'s connection calls when it re-listed its tools: they become the
-        catalogue."""
+        """What ``principal``'s connection calls when it re-listed its tools: they become
+        ``principal``'s catalogue."""
 
         async def relisted(source: str) -> None:
             entry = self.entries.get(principal)
             if entry is not None:
-                await self._adopt(entry.toolset.tools)
+                await self._adopt(principal, entry.toolset.tools)
 
         return relisted
 
