@@ -1,5 +1,6 @@
-"""A held connect record survives a gateway restart (SQLite): the link handed out before it still
-connects (the links' key is configured), and the re-issued call runs once. Policies read
+"""A held connect record survives a gateway restart (SQLite), and is shared by replicas on
+PostgreSQL: the link handed out before still connects (the links' key is configured), and the
+re-issued call runs once. Policies read
 ``principal.connections``: a rule hides a server's tools from callers who have not connected it,
 and they show once the caller connects."""
 
@@ -20,6 +21,7 @@ from connect_support import (
     served,
 )
 from credentials_support import SECRETS, rest, vault_keys
+from pg_support import fresh_schema, pg_storage
 
 from gateway.gateway import Gateway
 from toolsets.context import CallContext, Principal
@@ -91,3 +93,39 @@ async def test_a_policy_hides_the_tools_of_servers_the_caller_has_not_connected(
                 await vault.revoke(SERVER, ALICE, by=ALICE)
                 alice = [t.name for t in await gateway.list_tools(_as(ALICE))]
                 assert TOOL not in alice
+
+
+async def test_a_call_held_on_one_replica_connects_and_runs_once_on_another_postgres(
+    tmp_path: Path,
+) -> None:
+    first_port, second_port = new_port(), new_port()
+    os.environ[KEY_VAR] = os.urandom(32).hex()
+    approvals = {"store": "sqlite", "path": "pending.db", "request_state_key": f"env:{KEY_VAR}"}
+    try:
+        async with fresh_schema() as schema:
+            with vault_keys(), anyio.fail_after(120):
+                async with counting_upstream() as (url, counted):
+                    storage = pg_storage(schema)
+                    first = connect_config(
+                        tmp_path, url, first_port, approvals=approvals, storage=storage
+                    )
+                    async with Gateway.from_config(first) as one:
+                        assert one.parts.vault is not None
+                        await one.parts.vault.set(SERVER, BOB, SECRETS[BOB])
+                        held = await one.call_tool(TOOL, {}, _as(ALICE))
+                    link = link_of(held)  # names the first replica: open it on the second
+                    second_link = link.replace(str(first_port), str(second_port), 1)
+                    second = connect_config(
+                        tmp_path, url, second_port, approvals=approvals, storage=storage
+                    )
+                    async with served(second, second_port) as (two, _base):
+                        connected = await follow(second_link, SECRETS[ALICE])
+                        assert connected.status_code == 200, connected.text
+                        ran = await two.call_tool(TOOL, {}, _as(ALICE))
+                        assert not ran.is_error, ran
+                        [record] = await two.parts.approvals.store.list(kind="connect")
+                        assert record.state == "done"
+                    assert counted.calls == [f"Bearer {SECRETS[ALICE]}"]
+                    assert not (tmp_path / "pending.db").exists()  # held in PostgreSQL
+    finally:
+        os.environ.pop(KEY_VAR, None)
