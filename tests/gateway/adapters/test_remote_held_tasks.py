@@ -1,10 +1,13 @@
-"""The remote pydantic-ai toolset asking for tasks (``from_url(..., as_task=True)``) against the
-gateway served over HTTP, both eras: a held call comes back at once as a deferred tool request
-naming the gateway's task, and the resumed run reads the task's outcome (approved: the call ran
-once, in the task; denied: the refusal, never run). A call no policy holds is a plain result."""
+"""The remote backends asking for tasks against the gateway served over HTTP, both eras: the
+pydantic-ai toolset (``from_url(..., as_task=True)``) gets a held call back at once as a deferred
+tool request naming the gateway's task, and the resumed run reads the task's outcome (approved:
+the call ran once, in the task; denied: the refusal, never run); the OpenAI helpers
+(``RemoteGateway(..., as_task=True)``) get `PendingApproval`s naming tasks and `complete_pending`
+reads their outcomes. A call no policy holds is a plain result."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import adapter_tools
@@ -13,6 +16,7 @@ from adapter_support import OPS_TOKEN, agent_of, lines_by_call, scripted, token_
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.models.function import FunctionModel
 
+from gateway.adapters.openai import HostDecision, RemoteGateway, complete_pending, run_tool_calls
 from gateway.adapters.pydantic_ai import GatewayToolset
 from gateway.gateway import Gateway
 
@@ -75,3 +79,39 @@ async def test_a_remote_call_nothing_holds_is_a_plain_result_when_asking_for_tas
     async with _toolset(gateway_url, backend) as tools:
         run = await _run(model, tools)
     assert lines_by_call(run.output) == {"c0": "success: plain"}
+
+
+@pytest.mark.parametrize("backend", REMOTE)
+async def test_the_remote_openai_helpers_complete_pending_calls_from_their_tasks(
+    gateway: Gateway, gateway_url: str, backend: str
+) -> None:
+    client = RemoteGateway(
+        gateway_url,
+        token=token_of(backend),
+        approver_token=OPS_TOKEN,
+        mode="legacy" if backend == "http-legacy" else "auto",
+        as_task=True,
+    )
+    calls = [
+        {"id": c, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        for c, n, a in [
+            ("p", "local__record", {"text": "rp"}),
+            ("r", "local__record", {"text": "rr"}),
+            ("x", "lookup", {"word": "task"}),
+        ]
+    ]
+    decisions = {"p": HostDecision.approve(), "r": HostDecision.deny("Not that one.")}
+    async with client:
+        first = await run_tool_calls(client, calls)
+        done = await complete_pending(
+            client, first.pending, decisions=decisions, results={"x": {"meaning": "a handle"}}
+        )
+    tasks = {p.tool_call_id: p.task_id for p in first.pending}
+    assert all(task_id and task_id.startswith("lgt_") for task_id in tasks.values())
+    assert done.complete
+    assert {m["tool_call_id"]: m["content"] for m in done.messages} == {
+        "p": "recorded rp",
+        "r": "Error: Not that one.",
+        "x": '{"meaning": "a handle"}',
+    }
+    assert adapter_tools.EXECUTED == ["rp"]
