@@ -75,10 +75,10 @@ async def test_a_remote_held_call_is_a_deferred_request_naming_its_task_resumed_
 async def test_a_remote_call_nothing_holds_is_a_plain_result_when_asking_for_tasks(
     gateway_url: str, backend: str
 ) -> None:
-    model = scripted(("echo__echo", {"text": "plain"}))
+    model = scripted(("local__rendezvous", {"meeting": f"plain-{backend}", "parties": 1}))
     async with _toolset(gateway_url, backend) as tools:
         run = await _run(model, tools)
-    assert lines_by_call(run.output) == {"c0": "success: plain"}
+    assert lines_by_call(run.output) == {"c0": f"success: plain-{backend}: met 1"}
 
 
 @pytest.mark.parametrize("backend", REMOTE)
