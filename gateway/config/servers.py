@@ -87,6 +87,17 @@ class ServerConfig(Strict):
         ),
     )
 
+    sessions: Literal["shared", "per_principal"] | None = Field(
+        None,
+        description=(
+            "shared: one upstream session for every caller; per_principal: calls go over a "
+            "session of each principal's own (pooled as per-caller credentials are: "
+            "credentials.idle_timeout, max_connections). Default: per_principal when "
+            "client_requests relays roots or credentials are per caller, else shared. A server "
+            "keeps per-session state such as the roots a client sent: on a shared session "
+            "one caller's roots would reach another, so roots are never relayed onto one."
+        ),
+    )
     labels: ServerLabelsConfig | None = Field(
         None, description="Data-flow labels of the server's tools (see docs/data-flow.md)."
     )
@@ -108,6 +119,27 @@ class ServerConfig(Strict):
         elif self.transport != "stdio" and not self.url:
             raise ValueError(f"a {self.transport} server needs 'url'")
         return self
+
+    @model_validator(mode="after")
+    def _roots_sessions(self) -> Self:
+        if self.sessions == "shared" and "roots" in self.client_requests:
+            raise ValueError(
+                "relaying roots needs sessions: per_principal (or no sessions key): over a "
+                "shared session one caller's roots would reach another"
+            )
+        if self.sessions == "shared" and self.credentials.per_principal:
+            raise ValueError(
+                f"credentials mode {self.credentials.mode!r} needs sessions: per_principal "
+                "(or no sessions key)"
+            )
+        return self
+
+    @property
+    def per_principal_sessions(self) -> bool:
+        """Calls go over one upstream session per principal (see ``sessions``)."""
+        if self.sessions is not None:
+            return self.sessions == "per_principal"
+        return "roots" in self.client_requests or self.credentials.per_principal
 
     @property
     def exposed_prefix(self) -> str:

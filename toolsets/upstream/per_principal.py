@@ -123,6 +123,7 @@ class PerPrincipalToolset(Toolset):
         connect_timeout: float = 20.0,
         on_tools_changed: ToolsChangedHandler | None = None,
         connect: ConnectGate | None = None,
+        shared: MCPServerToolset | None = None,
     ) -> None:
         self.name = name
         self.connect = connect
@@ -132,6 +133,10 @@ class PerPrincipalToolset(Toolset):
         self.on_tools_changed = on_tools_changed
         self.entries: dict[str, _Entry] = {}
         self.catalogues = PrincipalCatalogues()
+        self.shared = shared
+        """The server's own session, when it has one: its catalogue is the common one (calls
+        still go over each principal's connection)."""
+        self._rebased: Hashable = None
         self._tg: TaskGroup | None = None
 
     @property
@@ -139,14 +144,24 @@ class PerPrincipalToolset(Toolset):
         return self.name
 
     @property
-    def version(self) -> int:
-        return self.catalogues.version
+    def version(self) -> Hashable:
+        if self.shared is None:
+            return self.catalogues.version
+        return (self.shared.version, self._catalogues().version)
+
+    def _catalogues(self) -> PrincipalCatalogues:
+        """The catalogues, the common one as the shared session lists it now."""
+        shared = self.shared
+        if shared is not None and shared.version != self._rebased:
+            self._rebased = shared.version
+            self.catalogues.rebase(shared.tools)
+        return self.catalogues
 
     def variant(self, ctx: CallContext) -> Hashable:
-        return self.catalogues.variant(principal_key(ctx.principal))
+        return self._catalogues().variant(principal_key(ctx.principal))
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
-        return self.catalogues.tools(principal_key(ctx.principal))
+        return self._catalogues().tools(principal_key(ctx.principal))
 
     def not_connected(self) -> Refusal:
         """The refusal of a call from a principal with no secret for this server."""
@@ -308,9 +323,12 @@ class PerPrincipalToolset(Toolset):
             log.warning("%s: no catalogue at start (%s)", self.name, exc)
 
     async def __aenter__(self) -> Self:
+        if self.shared is not None:
+            await self.shared.__aenter__()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._tg.start_soon(self._first, name=f"upstream {self.name} first listing")
+        if self.shared is None:
+            self._tg.start_soon(self._first, name=f"upstream {self.name} first listing")
         return self
 
     async def __aexit__(
@@ -324,4 +342,6 @@ class PerPrincipalToolset(Toolset):
         tg, self._tg = self._tg, None
         if tg is not None:
             await tg.__aexit__(None, None, None)
+        if self.shared is not None:
+            await self.shared.__aexit__(exc_type, exc, tb)
         return None

@@ -29,7 +29,15 @@ class PrincipalCatalogues:
         self._common_from: str | None = None
         self._own: dict[str, dict[str, ToolDef]] = {}
         self._differs: set[str] = set()
+        self._fixed = False
         self.version = 0
+
+    def rebase(self, common: Mapping[str, ToolDef]) -> None:
+        """Make ``common`` the common catalogue, whoever connects (a server listed over a
+        session of its own: `PerPrincipalToolset` with ``shared``)."""
+        self._fixed, self.common = True, dict(common)
+        self._differs = {k for k, own in self._own.items() if own != self.common}
+        self.version += 1
 
     def variant(self, key: str) -> str | None:
         """``key``'s variant: their key when their own catalogue differs from the common one."""
@@ -50,7 +58,7 @@ class PrincipalCatalogues:
             oldest = next(k for k in self._own if k != self._common_from)
             del self._own[oldest]
             self._differs.discard(oldest)
-        if self._common_from in (None, key):
+        if not self._fixed and self._common_from in (None, key):
             self._common_from, self.common = key, tools
             self._differs = {k for k, own in self._own.items() if own != tools}
         else:
