@@ -71,7 +71,7 @@ def _config(tmp_path: Path, prefix: Path) -> Path:
         "command": shutil.which("node") or "node",
         "args": [str(package / entry["mcp-server-everything"]), "stdio"],
     }
-    return write_config(tmp_path, [server])
+    return write_config(tmp_path, [server], startup_wait=STARTUP_WAIT)
 
 
 async def _run_client(prefix: Path, *args: str) -> dict[str, object]:
