@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 import anyio
+import mcp_types as types
 from anyio.abc import TaskGroup
 
 from gateway.events.recorder import Recorder
@@ -274,8 +275,8 @@ class TaskService:
 
     def _follow(self, record: TaskRecord, *, resumed: bool = False) -> None:
         upstream = self._upstreams.get(record.upstream or "")
-        if upstream is None:
-            log.warning("task %s cannot be followed: no server %r", record.id, record.upstream)
+        if upstream is None:  # a resumed task of a server no longer configured here
+            self._start(record.id, self._unfollowable, record)
             return
         wake = self._wakes[record.id] = anyio.Event()
         complete = self._review.complete
@@ -283,6 +284,11 @@ class TaskService:
             record, upstream, self.store, self._changed, wake, complete=complete, resumed=resumed
         )
         self._start(record.id, self._run, follower)
+
+    async def _unfollowable(self, record: TaskRecord) -> None:
+        why = f"Server {record.upstream!r} is not configured on this gateway; task not followed."
+        error = {"code": types.INTERNAL_ERROR, "message": why}
+        await self._write_end(record.moved("failed", why, error=error))
 
     async def _run(self, follower: TaskFollower) -> None:
         await follower.run()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,18 @@ from gateway_faces import Face, running
 from mcp import Client
 from pg_support import fresh_schema, pg_storage
 from support import free_port, serve_asgi, write_config
-from tasks_client import TASKS_SERVER, call_as_task, open_tasks_client, until_ended
+from tasks_client import (
+    TASKS_SERVER,
+    call_as_task,
+    open_tasks_client,
+    tasks_upstream,
+    until_ended,
+)
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
+from gateway.sqlite.tasks import SQLiteTaskStore
+from gateway.tasks.record import TaskRecord, new_task_id
 
 FACE = Face("http", "auto")  # 2026-07-28
 POLICY = """\
@@ -131,3 +140,34 @@ async def test_a_held_task_whose_gateway_stopped_before_the_decision_runs_once_w
     assert ended["status"] == "completed"
     assert ended["result"]["content"][0]["text"] == f"recorded {value}"
     assert len(executions(log, value)) == 1
+
+
+async def test_a_resumed_task_of_a_server_no_longer_configured_fails_naming_it(
+    tmp_path: Path,
+) -> None:
+    sqlite = {"store": "sqlite", "path": str(tmp_path / "pending.db")}
+    config = write_config(tmp_path, [tasks_upstream()], approvals=sqlite, startup_wait=60)
+    now = time.time()
+    orphan = TaskRecord(
+        id=new_task_id(),
+        upstream="retired",
+        upstream_task_id="upstream-1",
+        principal="anonymous",
+        tenant=None,
+        session_id=None,
+        tool="retired__job",
+        created_at=now,
+        updated_at=now,
+        lease_owner="a-crashed-replica",
+        lease_until=now - 1,
+    )
+    store = SQLiteTaskStore(tmp_path / "pending.db")
+    try:
+        await store.put(orphan)
+    finally:
+        await store.close()
+    with anyio.fail_after(60):
+        async with _gateway(config) as (client, _base):
+            ended = await until_ended(client, orphan.id)
+    assert ended["status"] == "failed"
+    assert "Server 'retired' is not configured" in ended["statusMessage"]
