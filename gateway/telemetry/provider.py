@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.sampling import (
     Sampler,
     TraceIdRatioBased,
 )
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from prometheus_client import CollectorRegistry
 
 from gateway.approvals.writes import PendingListener
@@ -33,6 +34,7 @@ from gateway.scripts.host import ToolCalls
 from gateway.telemetry.export_warnings import QUIET, WarnOnce
 from gateway.telemetry.faces import RequestSpanMiddleware
 from gateway.telemetry.holds import HeldMarks, HoldSpans
+from gateway.telemetry.lean import LeanTracer
 from gateway.telemetry.metrics_export import MetricsExport
 from gateway.telemetry.otlp import otlp_target
 from gateway.telemetry.requests import RequestSpans
@@ -121,8 +123,9 @@ class Telemetry:
         )
         self.provider.add_span_processor(self.processor)
         tracer = self.provider.get_tracer(_SCOPE, version)
-        self.requests = RequestSpans(tracer)
-        self.steps = StepSpans(tracer, scripts)
+        lean = LeanTracer(self.provider, self.processor, InstrumentationScope(_SCOPE, version))
+        self.requests = RequestSpans(lean)  # the hot path: lean spans (`lean`)
+        self.steps = StepSpans(lean, scripts)
         self.held = HeldMarks()
         self._tracer = tracer
         self._config = config

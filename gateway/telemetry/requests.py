@@ -21,13 +21,14 @@ from typing import Final
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ErrorData, InputRequiredResult
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, use_span
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, use_span
 from opentelemetry.util.types import AttributeValue
 from pydantic import ValidationError
 
 from gateway.approvals.errors import BackChannelRequired
 from gateway.telemetry import attributes as attr
 from gateway.telemetry.current import in_call
+from gateway.telemetry.lean import LeanTracer
 from gateway.telemetry.propagation import parent_context
 from toolsets.context import ClientInfo
 from toolsets.result import ToolResult
@@ -123,7 +124,7 @@ def _key(request: SpanRequest) -> tuple[str, str] | None:
 class RequestSpans:
     """Opens the server span of each MCP request."""
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: LeanTracer) -> None:
         self.tracer = tracer
         self._parked: OrderedDict[tuple[str, str], Span] = OrderedDict()
 
