@@ -30,6 +30,20 @@ def traced_config(
     return write_config(directory, servers, telemetry=telemetry, **sections)
 
 
+def approvals_traced_config(
+    directory: Path, endpoint: str, auth: dict[str, Any], policy: str
+) -> Path:
+    """A `traced_config` with ``auth``, the policy file ``policy`` and SQLite approvals (held
+    calls, decided over the REST API)."""
+    return traced_config(
+        directory,
+        endpoint,
+        auth=auth,
+        policies={"files": [policy]},
+        approvals={"store": "sqlite", "path": str(directory / "pending.db")},
+    )
+
+
 def children(spans: Sequence[SpanDict], parent: SpanDict) -> list[SpanDict]:
     """The spans whose parent is ``parent``."""
     return [s for s in spans if s["parent_span_id"] == parent["span_id"]]

@@ -13,7 +13,7 @@ from approvals_e2e_support import agent_client, api_client, decide, pending_meta
 from otlp_receiver import OTLPReceiver
 from paths import TESTS
 from support import serve_asgi
-from trace_tree_support import traced_config
+from trace_tree_support import approvals_traced_config
 
 from gateway.events.model import Event
 from gateway.gateway import Gateway
@@ -36,13 +36,7 @@ async def test_a_held_call_shows_its_hold_and_the_reissued_call_links_to_it(
     value = f"held-{uuid.uuid4().hex}"
     events: list[Event] = []
     async with OTLPReceiver() as receiver:
-        config = traced_config(
-            tmp_path,
-            receiver.endpoint,
-            auth=AUTH,
-            policies={"files": [POLICY]},
-            approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-        )
+        config = approvals_traced_config(tmp_path, receiver.endpoint, AUTH, POLICY)
         gateway = Gateway.from_config(config)
         gateway.parts.events.bus.add_listener(events.append)
         async with serve_asgi(build_app(gateway)) as base:

@@ -12,7 +12,7 @@ from approvals_e2e_support import agent_client, api_client, decide, pending_meta
 from otlp_receiver import OTLPReceiver
 from paths import TESTS
 from support import serve_asgi
-from trace_tree_support import traced_config
+from trace_tree_support import approvals_traced_config
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
@@ -36,13 +36,7 @@ async def test_each_vote_of_a_two_stage_approval_is_an_event_on_the_hold_span(
 ) -> None:
     value = f"staged-{uuid.uuid4().hex}"
     async with OTLPReceiver() as receiver:
-        config = traced_config(
-            tmp_path,
-            receiver.endpoint,
-            auth=AUTH,
-            policies={"files": [POLICY]},
-            approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-        )
+        config = approvals_traced_config(tmp_path, receiver.endpoint, AUTH, POLICY)
         gateway = Gateway.from_config(config)
         async with serve_asgi(build_app(gateway)) as base:
             async with agent_client(f"{base}/mcp", mode, token=AGENT_TOKEN) as agent:
