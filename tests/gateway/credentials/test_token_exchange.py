@@ -11,7 +11,9 @@ log line, event or audit entry."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
+import pickle
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -36,6 +38,7 @@ from support import MODES, mcp_http_client, serve_asgi
 from gateway.events.model import Event
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
+from toolsets.context import Bearer, Principal
 
 GATEWAY = "https://lockgate.test/mcp"
 """The resource (audience) of the callers' tokens: the gateway itself."""
@@ -294,3 +297,15 @@ async def test_an_upstream_wanting_a_larger_scope_is_put_on_record(
     assert failed
     assert {f["principal"] for f in failed} == {"idp:alice"}
     assert failed[0]["reason"].startswith("403 insufficient_scope: it needs")
+
+
+def test_a_callers_bearer_never_prints_compares_or_pickles() -> None:
+    held = Principal(id="idp:alice", bearer=Bearer("eyJ.secret.token"))
+    assert "secret" not in repr(held)
+    assert "secret" not in f"{held.bearer}"
+    assert copy.deepcopy(held).bearer is held.bearer
+    assert held == Principal(id="idp:alice")  # the token is no part of who the caller is
+    with pytest.raises(TypeError, match="never serialized"):
+        pickle.dumps(held)
+    assert held.bearer is not None
+    assert held.bearer.reveal() == "eyJ.secret.token"
