@@ -30,6 +30,7 @@ from gateway.config.labels import server_labels
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig, function_specs
 from gateway.connect import ConnectGate
+from gateway.credentials import Credentials
 from gateway.events.recorder import Recorder
 from gateway.inspectors import build_inspection
 from gateway.mcp.relay import Relay
@@ -51,9 +52,10 @@ from gateway.telemetry import build_telemetry
 from gateway.vault import Vault
 from gateway.wiring.chain import call_chain
 from gateway.wiring.connect import connect_gate, connected
-from gateway.wiring.credentials import build_pool
+from gateway.wiring.credentials import build_credentials, build_pool
 from gateway.wiring.events import event_parts
 from gateway.wiring.external import external_toolset
+from gateway.wiring.own_sessions import session_pool
 from gateway.wiring.scripts import script_hooks, script_host, script_toolset
 from gateway.wiring.stores import (
     grant_store,
@@ -113,10 +115,12 @@ def _pins(
     recorder: Recorder,
     servers: Sequence[str],
     shared: PostgresBackend | None,
+    pooled: Sequence[str] = (),
 ) -> ToolPins:
     return ToolPins(
         pin_store(config, shared),
         servers=servers,
+        pooled=pooled,
         on_change=config.pins.on_change,
         on_metadata_change=config.pins.on_metadata_change,
         approvers=config.pins.approvers,
@@ -163,9 +167,10 @@ def _children(
     signals: UpstreamSignals,
     upstreams: dict[str, MCPServerToolset],
     host: ScriptHost | None,
-    vault: Vault | None = None,
     *,
+    vault: Vault | None = None,
     gate: ConnectGate | None = None,
+    credentials: Credentials | None = None,
 ) -> list[Toolset]:
     children: list[Toolset] = []
     for index, server in enumerate(config.servers):
@@ -173,7 +178,10 @@ def _children(
             continue
         if server.credentials.per_principal and vault is not None:  # one connection per caller
             changed = signals.tools_changed
-            pool = build_pool(config, server, vault, on_tools_changed=changed, connect=gate)
+            pool = build_pool(
+                config, server, vault, on_tools_changed=changed, connect=gate,
+                credentials=credentials,
+            )  # fmt: skip
             local: Toolset = ResourceLinksToolset(pool, server.exposed_prefix)
         elif server.transport == "python":
             local = _functions(config, server)
@@ -184,7 +192,11 @@ def _children(
             upstream = upstreams[server.name] = build_upstream(
                 config, server, on_tools_changed=signals.tools_changed, on_status=signals.status
             )
-            local = ResourceLinksToolset(upstream, server.exposed_prefix)  # URIs as names
+            calls: Toolset = upstream
+            if server.per_principal_sessions:  # roots relayed: each caller's own session
+                changed = signals.tools_changed
+                calls = session_pool(config, server, upstream, on_tools_changed=changed)
+            local = ResourceLinksToolset(calls, server.exposed_prefix)  # URIs as names
         children.append(PrefixedToolset(local, server.exposed_prefix))
     if config.external_tools:
         children.append(external_toolset(config.external_tools))
@@ -248,6 +260,7 @@ class _Served:
     catalogue: CatalogueWatch
     vault: Vault | None
     connect: ConnectGate | None
+    credentials: Credentials | None
 
 
 def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -> _Served:
@@ -261,17 +274,20 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     events = event_parts(config, shared)
     vault = build_vault(config, shared, events.recorder.record)
     gate = connect_gate(config, _state_key(config)) if vault is not None else None
-    children = _children(config, signals, upstreams, host, vault, gate=gate)
+    credentials = None if vault is None else build_credentials(config, vault, shared)
+    children = _children(
+        config, signals, upstreams, host, vault=vault, gate=gate, credentials=credentials
+    )
     combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
-    pooled = [s.name for s in config.enabled_servers() if s.credentials.per_principal]
-    pins = _pins(config, events.recorder, [*upstreams, *pooled], shared)  # pooled ones too
+    pooled = [s.name for s in config.enabled_servers() if s.per_principal_sessions]
+    pins = _pins(config, events.recorder, [*upstreams, *pooled], shared, pooled)
     served = PinnedToolset(combined, pins)
     readiness = Readiness(upstreams, startup_wait=config.startup_wait, served=served, policy=policy)
     catalogue = CatalogueWatch(served, events.bus, readiness)
     signals.follow(changed=catalogue.changed)
     return _Served(
         shared, policy, sessions, host, signals, upstreams, combined, events, pins, served,
-        readiness, catalogue, vault, gate,
+        readiness, catalogue, vault, gate, credentials,
     )  # fmt: skip
 
 
@@ -365,4 +381,5 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         telemetry=telemetry,
         vault=built.vault,
         connect=built.connect,
+        credentials=built.credentials,
     )
