@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import cel
-
 from policies.cel_conditions import Needs
 from policies.errors import ConditionError
 from policies.session import SessionState
@@ -84,6 +82,8 @@ def build_context(
     if "session" in needs:
         fields = needs["session"]
         variables["session"] = (session or SessionState("")).cel_value(fields)
+    import cel  # with the first condition, not at start (see cel_conditions)
+
     try:
         return cel.Context(variables)
     except Exception as exc:  # unconvertible argument values fail closed too

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-import cel
-
 from policies.errors import ConditionError
 
 __all__ = [
@@ -132,6 +130,8 @@ def compile_condition(source: str) -> Condition:
     """
     if not source.strip():
         raise ValueError("empty CEL expression")
+    import cel  # here, not at the top: the binding imports a CLI toolkit (~20% of a start)
+
     try:
         program = cel.compile(source)
     except Exception as exc:  # the binding raises ValueError, but be safe about its other errors

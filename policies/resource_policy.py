@@ -14,8 +14,6 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import cel
-
 from policies.activation import principal_value
 from policies.errors import ConditionError
 from policies.messages import MessageTemplate, rendered
@@ -188,6 +186,8 @@ def _context(
     }
     if kind == "prompts":
         variables["args"] = dict(args or {})
+    import cel  # with the first condition, not at start (see cel_conditions)
+
     try:
         return cel.Context(variables)
     except Exception as exc:  # unconvertible argument values fail closed too
