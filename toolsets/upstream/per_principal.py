@@ -7,10 +7,12 @@ principal's secret, opened on first use (or when the secret is set: `warm`), clo
 process per principal. Each caller is served the catalogue their own connection listed where it
 differs from the common one (`PrincipalCatalogues`: the first connection's, which callers not
 connected yet get); before any principal has connected it is empty. Connections, catalogues
-and vault entries are keyed by `principal_key`: (tenant, principal). A call from a principal
-with no secret is held by the ``connect`` gate until they connect (without one it is refused
-``not_connected``, naming how to connect); a secret replaced or revoked closes the connection
-made with the old one.
+and vault entries are keyed by `principal_key`: (tenant, principal). With ``shared`` (a server
+with shared credentials whose config relays roots: `gateway.wiring.own_sessions`), the server's
+own session lists the common catalogue and each principal's calls go over a session of theirs.
+A call from a principal with no secret is held by the ``connect`` gate until they connect
+(without one it is refused ``not_connected``, naming how to connect); a secret replaced or
+revoked closes the connection made with the old one.
 """
 
 from __future__ import annotations
