@@ -71,7 +71,12 @@ class OAuthGuard(WrapperToolset):
             return failure_result(str(exc), "upstream_unavailable", server=server)
         except LockgateError as exc:  # the vault unreadable: its error names the key and fix
             return failure_result(str(exc), "gateway_unavailable", server=server)
-        result = await self.pool.call_tool(name, args, ctx, tool)
+        try:
+            result = await self.pool.call_tool(name, args, ctx, tool)
+        except LockgateError:  # the upstream's JSON-RPC error for our HTTP 401/403
+            if (failure := self.provider.take_failure(principal)) is None:
+                raise
+            return self._told(failure, tool)
         failure = self.provider.take_failure(principal)
         if failure is not None and result.is_error:
             return self._told(failure, tool)

@@ -204,18 +204,19 @@ async def refresh(http: httpx2.AsyncClient, grant: Grant) -> OAuthToken:
 
 
 async def revoke(http: httpx2.AsyncClient, grant: Grant) -> bool:
-    """Revoke ``grant``'s refresh token (which ends the grant) and access token at the
-    authorization server's revocation endpoint (RFC 7009); False when it has none."""
-    if grant.revocation_endpoint is None:
+    """Revoke ``grant`` at the authorization server's revocation endpoint (RFC 7009): its
+    refresh token, which ends the grant (a server may refuse to revoke a JWT access token,
+    which then lives out its short life); False when it has no endpoint or no refresh token.
+
+    Raises:
+        httpx2.HTTPError: the server could not be reached or refused.
+    """
+    token = grant.token.refresh_token
+    if grant.revocation_endpoint is None or token is None:
         return False
-    tokens = [
-        (grant.token.refresh_token, "refresh_token"),
-        (grant.token.access_token, "access_token"),
-    ]
-    for token, hint in tokens:
-        if token is None:
-            continue
-        body, headers = _authenticated(grant.client, {"token": token, "token_type_hint": hint})
-        response = await http.post(grant.revocation_endpoint, data=body, headers=headers)
-        response.raise_for_status()
+    body, headers = _authenticated(
+        grant.client, {"token": token, "token_type_hint": "refresh_token"}
+    )
+    response = await http.post(grant.revocation_endpoint, data=body, headers=headers)
+    response.raise_for_status()
     return True

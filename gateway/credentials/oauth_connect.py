@@ -99,7 +99,7 @@ class Connects:
         ``insufficient_scope`` the principal's last grant met (step-up)."""
         if self.settings.scopes:
             scope: str | None = " ".join(self.settings.scopes)
-        else:
+        else:  # as the SDK picks it: the challenge's, the resource's, the server's
             grant_types = ["authorization_code", "refresh_token"]
             scope = get_client_metadata_scopes(
                 found.challenged_scope, found.protected, found.server, grant_types

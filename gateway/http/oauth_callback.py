@@ -10,6 +10,7 @@ code or token, is not cached, not framed, and sends no referrer (the URL carried
 from __future__ import annotations
 
 import html
+import logging
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -21,6 +22,8 @@ from gateway.credentials.oauth_connect import CALLBACK_PATH
 from gateway.gateway import Gateway
 
 __all__ = ["oauth_routes"]
+
+log = logging.getLogger("lockgate.credentials")
 
 HEADERS = {
     "Cache-Control": "no-store",
@@ -64,6 +67,7 @@ class _Callback:
                 state, code=query.get("code"), iss=query.get("iss"), error=query.get("error")
             )
         except ConnectError as exc:
+            log.warning("%s", exc)
             return _page("Not connected", str(exc), 400)
         back = _local(done.return_to)
         if back is not None:
