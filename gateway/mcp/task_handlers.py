@@ -180,12 +180,10 @@ class TaskHandlers:
         """``tasks/get``: the task (2026-07-28: its result or error inlined, or the server's
         input requests of a task waiting for input)."""
         record = await self._find(ctx, params.task_id)
-        task = detailed_task(record, modern=_modern(ctx))
+        asked = None
         if _modern(ctx) and record.status == "input_required":
             asked = await self._input_requests(record)
-            if asked:
-                task["inputRequests"] = asked
-        return task
+        return detailed_task(record, modern=_modern(ctx), input_requests=asked)
 
     async def _input_requests(self, record: TaskRecord) -> dict[str, Any]:
         """The input requests the server asks of ``record``'s client, of the kinds its config

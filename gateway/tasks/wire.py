@@ -10,6 +10,7 @@ and ``pollIntervalMs``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -67,10 +68,19 @@ def created_result(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
     return result
 
 
-def detailed_task(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
-    """What ``tasks/get`` answers (2026-07-28: with the result or error inlined)."""
+def detailed_task(
+    record: TaskRecord, *, modern: bool, input_requests: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What ``tasks/get`` answers (2026-07-28: with the result or error inlined).
+
+    A 2026-07-28 ``input_required`` task always carries ``inputRequests`` (the extension's
+    ``InputRequiredTask`` requires it): the server's ``input_requests`` the client may answer,
+    or none (``{}``) for a task that waits on someone else (an approver, a pin review).
+    """
     fields = task_fields(record, modern=modern)
     if modern:
+        if record.status == "input_required":
+            fields["inputRequests"] = dict(input_requests or {})
         if _delivered(record):
             fields["result"] = dict(record.result or {})
         if record.status == "failed":
