@@ -69,6 +69,9 @@ FACES = [
     for mode in MODES
 ]
 HTTP_FACES = [p for p in FACES if p.values[0].transport == "http"]
+CROSSED_FACES = [p for p in FACES if p.id in ("http-legacy", "stdio-modern")]
+"""Each era on one face and each face in one era: for a slow peer whose behaviour under test does
+not depend on the face-era product (a full `FACES` matrix over a fast peer covers that)."""
 
 
 @contextlib.asynccontextmanager

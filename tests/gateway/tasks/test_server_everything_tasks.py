@@ -1,6 +1,8 @@
 """server-everything's task tool (``simulate-research-query``, ``execution.taskSupport:
 required``) through the gateway: listed, called as a task, polled to ``completed`` and its report
-read, in both eras on both faces, with the official Python SDK client.
+read, with the official Python SDK client: each era on one face, each face in one era
+(``CROSSED_FACES``; server-everything takes seconds a case, and the full face x era x upstream-era
+matrix runs against ``tasks_server.py`` in ``test_tasks_proxied.py``).
 
 ``@modelcontextprotocol/server-everything`` is installed from the npm registry once per test run
 (``npm_support``); the test is skipped only without npm.
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gateway_faces import FACES, Face, serve_gateway
+from gateway_faces import CROSSED_FACES, Face, serve_gateway
 from npm_support import NODE, npm_bin, npm_package
 from support import write_config
 from tasks_client import call_as_task, modern, open_tasks_client, request, until_ended
@@ -27,7 +29,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return npm_bin(npm_package(tmp_path_factory, EVERYTHING), "mcp-server-everything")
 
 
-@pytest.mark.parametrize("face", FACES)
+@pytest.mark.parametrize("face", CROSSED_FACES)
 async def test_server_everythings_research_task_completes_through_the_gateway(
     everything: Path, tmp_path: Path, face: Face
 ) -> None:
