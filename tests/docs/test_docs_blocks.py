@@ -33,6 +33,9 @@ from support import free_port
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LANGUAGES = ("sh", "python")
 STREAMS = ("approvals watch", "events tail")
+CLI_TIMEOUT = 90
+"""Seconds a block or CLI command may take: each `lockgate` process imports the gateway (about
+3 s of CPU), so a block of four commands needs real headroom at load average 6 on 2 cores."""
 
 
 @dataclass(frozen=True)
@@ -327,13 +330,13 @@ def approve_the_held_call(here: Path, port: int) -> None:
             env=env_for(port),
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=CLI_TIMEOUT,
             check=True,
         )
         found = re.search(r"ap_[A-Za-z0-9_-]+", listed.stdout)
         if found:
             approve = [lockgate, "approvals", "approve", found.group(0)]
-            subprocess.run(approve, cwd=here, env=env_for(port), timeout=30, check=True)
+            subprocess.run(approve, cwd=here, env=env_for(port), timeout=CLI_TIMEOUT, check=True)
             return
         time.sleep(0.2)
     raise AssertionError("the block held no call")
@@ -387,7 +390,7 @@ def test_the_block_runs_as_written(block: Block, how: Run, served: tuple[Path, i
         )
         if how.approves:
             approve_the_held_call(here, port)
-        out, err = block_run.communicate(timeout=30)
+        out, err = block_run.communicate(timeout=CLI_TIMEOUT)
         done = subprocess.CompletedProcess(argv, block_run.returncode, out, err)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
