@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from gateway.approvals.errors import PendingConflict, PendingNotFound
-from gateway.approvals.pending import PendingCall, State
+from gateway.approvals.pending import PendingCall
 from gateway.approvals.store import PendingStore
 from gateway.approvals.wire import result_to_wire
 from gateway.config.connect import ConnectConfig
@@ -43,7 +43,6 @@ log = logging.getLogger("lockgate.connect")
 Record = Callable[[Event], Awaitable[None]]
 Connected = Callable[[str, str], Awaitable[bool]]
 """``connected(server, principal)``: whether the principal has a credential for the server."""
-_WAITING: frozenset[State] = frozenset({"pending", "approved"})
 
 
 class ConnectGate:
@@ -61,10 +60,6 @@ class ConnectGate:
         self._store: PendingStore | None = None
         self._record: Record | None = None
         self._connected: Connected | None = None
-        self._recovered = False
-        self.outstanding: set[str] = set()
-        """Principals with held records here (a connected caller's call looks for its record
-        only then)."""
 
     def bind(self, store: PendingStore, record: Record, connected: Connected) -> None:
         """Give the gate what is built after the pools: the pending store, the recorder, and
@@ -95,17 +90,10 @@ class ConnectGate:
     async def reissued(
         self, server: str, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
     ) -> str | None:
-        principal = ctx.principal.id
-        if not self._recovered:  # a restart keeps the held records, not this set
-            self._recovered = True
-            await self.recover()
-        if principal not in self.outstanding:
-            return None
+        # The store, not this process, knows: the caller may have connected on another
+        # replica, or before a restart.
         call = await self._find(tool, args, ctx)
-        if call is None:
-            self.outstanding.discard(principal)
-            return None
-        return await self._claim(call) if call.state == "approved" else None
+        return await self._claim(call) if call is not None and call.state == "approved" else None
 
     async def finished(self, held: str, result: ToolResult) -> None:
         with contextlib.suppress(PendingConflict, PendingNotFound):
@@ -114,6 +102,17 @@ class ConnectGate:
                 expect={"executing"},
                 to="failed" if result.is_error else "done",
                 result=result_to_wire(result),
+                delivered=True,
+            )
+
+    async def failed(self, held: str, error: BaseException) -> None:
+        """The held call ``held`` raised ``error``: it ends ``failed`` now, not at recovery."""
+        with contextlib.suppress(PendingConflict, PendingNotFound):
+            await self.store.transition(
+                held,
+                expect={"executing"},
+                to="failed",
+                error=f"{type(error).__name__}: {error}",
                 delivered=True,
             )
 
@@ -141,12 +140,6 @@ class ConnectGate:
                     decision="approve",
                     channel="connect",
                 )
-                self.outstanding.add(principal)
-
-    async def recover(self) -> None:
-        """At start: the principals with held records (this store may have kept them)."""
-        found = await self.store.list(state=_WAITING, kind="connect", limit=100_000)
-        self.outstanding.update(call.principal for call in found)
 
     async def _find(
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
@@ -187,7 +180,6 @@ class ConnectGate:
             tenant=ctx.principal.tenant,
         )
         await self.store.create(call)
-        self.outstanding.add(ctx.principal.id)
         if self._record is not None:
             await self._record(required_event(call, mode))
         return call

@@ -92,6 +92,10 @@ class ConnectGate(Protocol):
         """Record the outcome of the held call ``held``."""
         ...
 
+    async def failed(self, held: str, error: BaseException) -> None:
+        """Record that the held call ``held`` raised ``error`` (it ends ``failed``)."""
+        ...
+
 
 ConnectionFactory = Callable[[str, str, ToolsChangedHandler], MCPServerToolset]
 """``factory(principal, secret, on_tools_changed)``: a principal's (unopened) connection."""
@@ -197,7 +201,13 @@ class PerPrincipalToolset(Toolset):
         if secret is None:
             self.drop(key)
             return refusal_result(self.not_connected(), tool=tool)
-        result = await self._call(secret, name, args, ctx, tool)
+        try:
+            result = await self._call(secret, name, args, ctx, tool)
+        except BaseException as exc:  # ended ``failed`` at once, as a released approval is
+            if held is not None and self.connect is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.connect.failed(held, exc)
+            raise
         if held is not None and self.connect is not None:
             await self.connect.finished(held, result)
         return result
