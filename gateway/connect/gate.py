@@ -222,3 +222,18 @@ def required_event(call: PendingCall, mode: str) -> Event:
         "expires_at": call.expires_at,
     }
     return Event(type="credential.required", data=data)
+
+
+def connect_expired_event(call: PendingCall) -> Event:
+    """``credential.failed`` with reason ``expired``: the held connect record ``call`` expired
+    before its caller connected (not an approval's outcome: approvers' channels never see it)."""
+    data = {
+        "server": call.server,
+        "principal": call.principal,
+        "reason": "expired",
+        "pending_id": call.id,
+        "call_id": call.call_id,
+        "tool": call.tool,
+        "session_id": call.session_id,
+    }
+    return Event(type="credential.failed", data=data)

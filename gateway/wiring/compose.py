@@ -29,7 +29,8 @@ from gateway.approvals.store import PendingListener
 from gateway.config.labels import server_labels
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig, function_specs
-from gateway.connect import ConnectGate
+from gateway.connect import ConnectGate, Record
+from gateway.connect.gate import connect_expired_event
 from gateway.credentials import Credentials
 from gateway.events.recorder import Recorder
 from gateway.inspectors import build_inspection
@@ -102,11 +103,15 @@ class _Expiries:
     service (``service(listener)``, the listener being itself) and holds it from the start.
     """
 
-    def __init__(self, service: Callable[[PendingListener], ApprovalService]) -> None:
-        self.service = service(self)
+    def __init__(
+        self, service: Callable[[PendingListener], ApprovalService], record: Record
+    ) -> None:
+        self.service, self.record = service(self), record
 
     async def __call__(self, call: PendingCall) -> None:
-        if call.state == "expired":
+        if call.state == "expired" and call.kind == "connect":  # not an approval: no channel's
+            await self.record(connect_expired_event(call))
+        elif call.state == "expired":
             await self.service.announce(call)
 
 
@@ -238,7 +243,7 @@ def _approvals(
             grant_store=grant_store(config, shared),
         )
 
-    return _Expiries(service).service
+    return _Expiries(service, recorder.record).service
 
 
 @dataclass(frozen=True, slots=True)

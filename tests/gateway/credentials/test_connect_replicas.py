@@ -129,3 +129,35 @@ async def _held_on_one_reissued_on_two(one: Gateway, two: Gateway) -> None:
     assert done.state == "done"
     again = await two.call_tool(TOOL, {}, _as(ALICE))  # a plain call now
     assert not again.is_error, again
+
+
+async def test_an_expired_connect_record_is_a_credential_failure_not_an_approval(
+    tmp_path: Path,
+) -> None:
+    """The expiry sweep finds a held connect record overdue: it is announced as
+    ``credential.failed`` (reason ``expired``), never as ``tool.approval.resolved``."""
+    port = new_port()
+    with vault_keys(), anyio.fail_after(120):
+        async with counting_upstream() as (url, _counted):
+            config = connect_config(tmp_path, url, port)
+            async with (
+                served(config, port) as (gateway, _),
+                gateway.parts.events.bus.subscribe(
+                    ["credential.*", "tool.approval.*"], buffer=100
+                ) as events,
+            ):
+                assert gateway.parts.vault is not None  # the catalogue is listed as bob
+                await gateway.parts.vault.set(SERVER, BOB, SECRETS[BOB])
+                held = await gateway.call_tool(TOOL, {}, _as(ALICE))
+                assert held.is_error
+                store = gateway.parts.approvals.store
+                [record] = await store.list(kind="connect")
+                [expired] = await store.sweep_expired(now=record.expires_at + 1)
+                assert (expired.id, expired.state) == (record.id, "expired")
+                published = events.ready(100)
+    kinds = [e.type for e in published]
+    assert "tool.approval.resolved" not in kinds
+    [failed] = [e for e in published if e.type == "credential.failed"]
+    assert failed.data["reason"] == "expired"
+    assert (failed.data["pending_id"], failed.data["server"]) == (record.id, SERVER)
+    assert failed.data["principal"] == ALICE
