@@ -65,7 +65,7 @@ class ResultBody(BaseModel):
 
 
 def _kind(value: str | None) -> Kind | None:
-    if value in (None, "approval", "external"):
+    if value in (None, "approval", "external", "connect"):
         return value  # type: ignore[return-value]
     raise BadRequest(f"unknown kind {value!r}")
 

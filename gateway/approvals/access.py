@@ -63,10 +63,13 @@ def may_break_glass(call: PendingCall, who: Principal) -> bool:
 
 def may_see(call: PendingCall, who: Principal) -> bool:
     """Whether an approver or worker ``who`` may see ``call``: the approvals it may decide or
-    break glass on, every external call (any worker or approver may post its result), and for
-    a staged call also those it voted on and, once decided, those any stage named it in."""
+    break glass on, every external call (any worker or approver may post its result), its own
+    connect records (nobody else's), and for a staged call also those it voted on and, once
+    decided, those any stage named it in."""
     if who.tenant != call.tenant:
         return False
+    if call.kind == "connect":  # a held connect (gateway.connect): its own caller's, only
+        return who.id == call.principal
     if call.kind == "external" or may_decide(call, who, as_caller=False):
         return True
     if may_break_glass(call, who) or (call.stages and has_voted(call, who.id)):

@@ -19,7 +19,7 @@ from connect_support import (
     new_port,
     served,
 )
-from credentials_support import SECRETS, vault_keys
+from credentials_support import APPROVER, SECRETS, rest, vault_keys
 from mcp.server.mcpserver import MCPServer
 from pg_support import fresh_schema, pg_storage
 from support import serve_asgi
@@ -161,3 +161,32 @@ async def test_an_expired_connect_record_is_a_credential_failure_not_an_approval
     assert failed.data["reason"] == "expired"
     assert (failed.data["pending_id"], failed.data["server"]) == (record.id, SERVER)
     assert failed.data["principal"] == ALICE
+
+
+async def test_an_approver_lists_its_own_connect_records_and_nobody_elses(
+    tmp_path: Path,
+) -> None:
+    """``GET /api/approvals?kind=connect`` answers (it was refused) with the caller's own held
+    connect records only: another user's stays hidden, and is not to be decided."""
+    port = new_port()
+    with vault_keys(), anyio.fail_after(120):
+        async with counting_upstream() as (url, _counted):
+            config = connect_config(tmp_path, url, port)
+            async with served(config, port) as (gateway, base), rest(base, APPROVER) as api:
+                assert gateway.parts.vault is not None  # the catalogue is listed as bob
+                await gateway.parts.vault.set(SERVER, BOB, SECRETS[BOB])
+                assert (await gateway.call_tool(TOOL, {}, _as(ALICE))).is_error
+                assert (await gateway.call_tool(TOOL, {}, _as(APPROVER))).is_error
+                listed = await api.get("/api/approvals", params={"kind": "connect"})
+                assert listed.status_code == 200, listed.text
+                [own] = listed.json()["items"]
+                assert (own["principal"], own["kind"]) == (APPROVER, "connect")
+                everything = await api.get("/api/approvals", params={"state": "pending"})
+                ids = [item["id"] for item in everything.json()["items"]]
+                store = gateway.parts.approvals.store
+                [alices] = await store.list(kind="connect", principal=ALICE)
+                assert alices.id not in ids
+                decided = await api.post(
+                    f"/api/approvals/{alices.id}/decision", json={"decision": "approve"}
+                )
+                assert decided.status_code == 404, decided.text
