@@ -167,7 +167,7 @@ async def _held(gateway: Gateway, *principals: Principal) -> AsyncIterator[list[
 
             tg.start_soon(held)
         approvals = []
-        with anyio.fail_after(20):
+        with anyio.fail_after(90):
             async for event in events:
                 approvals.append(event.data["approval_id"])
                 if len(approvals) == len(principals):
@@ -191,7 +191,7 @@ async def test_a_principal_past_runs_per_principal_is_refused_and_another_is_ser
     config = _config(tmp_path, scripts, runs_per_principal=2)
     async with Gateway.from_config(config) as gateway:
         async with _held(gateway, ATTACKER) as ended:
-            with anyio.fail_after(20):
+            with anyio.fail_after(90):
                 refused = await gateway.call_tool("ops__outer", {}, _as(ATTACKER, "s"))
                 served = await gateway.call_tool("ops__outer", {}, _as(victim, "s"))
         again = await gateway.call_tool("ops__outer", {}, _as(ATTACKER, "s"))
