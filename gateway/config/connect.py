@@ -26,6 +26,21 @@ class SigninConfig(Strict):
         "", description="Prefixed to the subject to name the principal (as auth.jwt[].id_prefix)."
     )
     scopes: list[str] = Field(default_factory=lambda: ["openid"])
+    session_key: str | None = Field(
+        None,
+        description=(
+            "The secret the browser sessions are signed with, as env:NAME (at least 32 "
+            "characters; every replica must have the same). Absent: derived from the vault's "
+            "current key (rotating the vault key signs browsers out)."
+        ),
+    )
+    tenant_claim: str | None = Field(
+        None,
+        description=(
+            "The ID token's claim naming the user's tenant (as auth.jwt[].tenant_claim): the "
+            "signed-in principal is then that tenant's. Absent: no tenant."
+        ),
+    )
 
 
 class ConnectConfig(Strict):

@@ -4,8 +4,11 @@ ID token) before a connect link or the Connections page does anything.
 
 The signed-in principal is ``connect.signin.id_prefix`` + the ID token's ``sub`` (give it the
 prefix the agents' ``auth.jwt`` issuer uses, so that the browser's user is the agents' principal).
-The session is a cookie the gateway signs (HMAC, random per process: a restart signs everyone
-out), ``HttpOnly``, ``SameSite=Lax``, ``Secure`` (and ``__Host-``) when the gateway is served
+With ``connect.signin.tenant_claim``, the ID token's claim of that name is the principal's tenant,
+and the session names the tenant-qualified principal (`principal_key`), as the vault keys it.
+The session is a cookie the gateway signs (HMAC-SHA256 with ``connect.signin.session_key``, or a
+key derived from the vault's current key: every replica accepts it and a restart keeps it),
+``HttpOnly``, ``SameSite=Lax``, ``Secure`` (and ``__Host-``) when the gateway is served
 over HTTPS; it never holds a token of the provider.
 """
 
@@ -32,8 +35,11 @@ from gateway.auth.jwks import JwksKeys
 from gateway.config.connect import SigninConfig
 from gateway.config.jwt import resolve_value
 from gateway.connect.page import HEADERS, page
+from gateway.vault.cipher import Keyring
+from toolsets.context import Principal
+from toolsets.upstream.per_principal import principal_key
 
-__all__ = ["CALLBACK", "BrowserSignin"]
+__all__ = ["CALLBACK", "BrowserSignin", "session_key"]
 
 CALLBACK: Final = "/connect/signin/callback"
 SESSION_TTL: Final = 8 * 3600.0
@@ -55,16 +61,17 @@ class BrowserSignin:
     Args:
         config: ``connect.signin``.
         base_url: The gateway's URL as browsers reach it.
+        key: The key sessions are signed with (shared by replicas).
     """
 
-    def __init__(self, config: SigninConfig, base_url: str) -> None:
+    def __init__(self, config: SigninConfig, base_url: str, key: bytes) -> None:
         self.config, self.base_url = config, base_url.rstrip("/")
         self.redirect_uri = self.base_url + CALLBACK
         secure = self.base_url.startswith("https://")
         self.cookie = "__Host-lockgate_session" if secure else "lockgate_session"
         self.state_cookie = "__Host-lockgate_signin" if secure else "lockgate_signin"
         self.secure = secure
-        self._key = secrets.token_bytes(32)
+        self._key = key
         self._pending: dict[str, _Pending] = {}
         self._metadata: dict[str, Any] | None = None
         self._keys: JwksKeys | None = None
@@ -166,7 +173,14 @@ class BrowserSignin:
         )
         if not hmac.compare_digest(str(claims.get("nonce", "")), pending.nonce):
             raise ValueError("the ID token's nonce is not this sign-in's")
-        return self.config.id_prefix + str(claims["sub"])
+        principal = self.config.id_prefix + str(claims["sub"])
+        claim = self.config.tenant_claim
+        if claim is None:
+            return principal
+        tenant = claims.get(claim)
+        if not isinstance(tenant, str) or not tenant:
+            raise ValueError(f"the ID token has no {claim!r} claim (connect.signin.tenant_claim)")
+        return principal_key(Principal(id=principal, tenant=tenant))
 
     async def _discovered(self) -> dict[str, Any]:
         async with self._lock:
@@ -193,3 +207,24 @@ class BrowserSignin:
             httponly=True,
             samesite="lax",
         )
+
+
+_SESSION_PURPOSE: Final = b"lockgate/connect-session/v1"
+
+
+def session_key(config: SigninConfig, keyring: Keyring) -> bytes:
+    """The key browser sessions are signed with: derived from ``connect.signin.session_key``
+    when set, else from the vault's current key (``keyring``); never either key itself.
+
+    Raises:
+        ValueError: the variable is not set, or the secret is shorter than 32 characters.
+    """
+    if config.session_key is None:
+        return keyring.derived(_SESSION_PURPOSE)
+    value = resolve_value(config.session_key)
+    if len(value) < 32:
+        raise ValueError(
+            "connect.signin.session_key is shorter than 32 characters: give a longer secret "
+            "(e.g. `openssl rand -hex 32`)"
+        )
+    return hmac.new(value.encode(), _SESSION_PURPOSE, hashlib.sha256).digest()

@@ -9,7 +9,7 @@ from starlette.routing import BaseRoute
 from gateway.connect import ConnectPage
 from gateway.connect.connections_page import ConnectionsPage
 from gateway.connect.page import StartConnect
-from gateway.connect.signin import BrowserSignin
+from gateway.connect.signin import BrowserSignin, session_key
 from gateway.gateway import Gateway
 
 __all__ = ["connect_routes"]
@@ -24,7 +24,10 @@ def connect_routes(gateway: Gateway) -> list[BaseRoute]:
     credentials = getattr(parts, "credentials", None)  # the oauth flow, where it is built
     start: StartConnect | None = getattr(credentials, "start_connect", None)
     settings = gateway.config.connect.signin
-    signin = None if settings is None else BrowserSignin(settings, gate.links.base_url)
+    signin = None
+    if settings is not None:
+        key = session_key(settings, vault.keyring)
+        signin = BrowserSignin(settings, gate.links.base_url, key)
     base = gate.links.base_url
     page = ConnectPage(
         gate.links, gate.store, vault, gate.modes, start_connect=start, signin=signin

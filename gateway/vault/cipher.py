@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import os
 from collections.abc import Mapping
 
@@ -59,6 +60,10 @@ class Keyring:
     @classmethod
     def of(cls, current: bytes, *older: bytes) -> Keyring:
         return cls(current, {key_id(k): k for k in older})
+
+    def derived(self, purpose: bytes) -> bytes:
+        """A key for ``purpose`` derived from the current key (HMAC-SHA256; never the key)."""
+        return hmac.new(self._keys[self.current_id], purpose, hashlib.sha256).digest()
 
     def seal(self, secret: str, *, server: str, principal: str) -> tuple[str, bytes]:
         """(key id, nonce + ciphertext) of ``secret`` for (``server``, ``principal``)."""

@@ -96,3 +96,28 @@ async def test_a_link_opened_by_another_signed_in_user_is_refused_and_works_for_
                     refused = await alice.call_tool(TOOL, {})
                     assert refused.is_error  # revoked: held for a new connect
                     assert len(counted.calls) == 1
+
+
+async def test_a_browser_session_outlives_a_restart_of_the_gateway(
+    tmp_path: Path, provider: Provider, client_secret: str
+) -> None:
+    """Sessions are signed with a key derived from the vault's (not a per-process one): after
+    a restart, or on another replica with the same vault key, the browser is still signed in."""
+    signin = {"issuer": provider.issuer, "client_id": CLIENT_ID}
+    signin |= {"client_secret": client_secret, "id_prefix": "agent:"}
+    with vault_keys(), anyio.fail_after(180):
+        async with counting_upstream() as (url, _counted):
+            config = connect_config(tmp_path, url, PORT, connect={"signin": signin})
+            async with chromium() as browser, new_page(browser) as alices:
+                async with served(config, PORT) as (_gateway, base):
+                    assert await _signed_in(alices, f"{base}/connections", "alice") == 200
+                    assert await alices.locator("#connections").count() == 1
+                async with served(config, PORT) as (_gateway, base):  # a new process
+                    asked: list[str] = []
+                    alices.on("request", lambda request: asked.append(request.url))
+                    answer = await alices.goto(f"{base}/connections")
+                    assert answer is not None
+                    assert answer.status == 200
+                    assert f"{base}/connections" in asked
+                    assert not [u for u in asked if u.startswith(provider.issuer)]  # not sent
+                    assert await alices.locator("#connections").count() == 1
