@@ -97,7 +97,11 @@ class TaskHandlers:
         self.service = service
         self._stamp = stamp
         self.held = HeldTasks(service, downstream.gateway.parts.approvals)
-        self.listen = TaskListen(service, lambda ctx: downstream.context(ctx).principal)
+        self.listen = TaskListen(
+            service,
+            lambda ctx: downstream.context(ctx).principal,
+            lambda: downstream.gateway.parts.events.stream,
+        )
         service.on_status(self.notify)
 
     def register(self, server: Server[Any]) -> None:

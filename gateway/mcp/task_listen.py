@@ -5,7 +5,10 @@ change comes as ``notifications/tasks`` carrying what ``tasks/get`` would answer
 Only the caller's own tasks are honored (another principal's, an unknown or an expired id is
 left out of the acknowledgement, as `tasks/get` answers it missing). Right after the
 acknowledgement the stream carries each honored task as it is then, so a change made before the
-stream opened is not missed; after that, every change this replica makes to the task. The
+stream opened is not missed; after that, every change to the task, made on this replica or,
+with PostgreSQL, on another (the task events reach every replica through the cluster's event
+log, `gateway.postgres.event_log`; the stream reads the record again and writes it unless it told
+that state already). The
 stream itself is the SDK's listen handler (`gateway.resources.listen_streams`), which knows no
 task ids: it runs with the request's session seen through `_TaskStream`, which adds the honored
 ids to its acknowledgement and writes the task frames on the same response stream.
@@ -18,6 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
+import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import SUBSCRIPTION_ID_META_KEY
@@ -25,6 +29,7 @@ from mcp_types import RequestId, SubscriptionsAcknowledgedNotification
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from gateway.events.bus import EventBus, Subscription
 from gateway.tasks.errors import TaskNotFound
 from gateway.tasks.record import TaskRecord
 from gateway.tasks.service import TaskService
@@ -36,6 +41,7 @@ __all__ = ["MAX_TASK_IDS", "TASK_NOTIFICATION", "TaskListen"]
 log = logging.getLogger("lockgate.tasks")
 Ctx = ServerRequestContext[Any]
 TASK_NOTIFICATION: Final = "notifications/tasks"
+TASK_EVENTS: Final = ("task.created", "task.status", "task.completed")
 MAX_TASK_IDS: Final = 1000
 """The most task ids one listen stream is told about."""
 
@@ -67,6 +73,7 @@ class _TaskStream:
         self.subscription_id = subscription_id
         self.honored = honored
         self.acknowledged = False
+        self._told: dict[str, tuple[str, float, str | None]] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
@@ -86,8 +93,11 @@ class _TaskStream:
             await self.tell(record)
 
     async def tell(self, record: TaskRecord) -> None:
-        """Write ``record`` on the stream (nothing before the acknowledgement)."""
-        if self.acknowledged:
+        """Write ``record`` on the stream (nothing before the acknowledgement, nor a state it
+        told already: a change is heard both from this replica and from the event log)."""
+        state = (record.status, record.updated_at, record.status_message)
+        if self.acknowledged and self._told.get(record.id) != state:
+            self._told[record.id] = state
             frame = cast(Any, task_frame(record, self.subscription_id))
             await self._session.send_notification(frame, self.subscription_id)
 
@@ -100,9 +110,15 @@ class TaskListen:
         principal_of: Who makes a request.
     """
 
-    def __init__(self, service: TaskService, principal_of: Callable[[Ctx], Principal]) -> None:
+    def __init__(
+        self,
+        service: TaskService,
+        principal_of: Callable[[Ctx], Principal],
+        events: Callable[[], EventBus],
+    ) -> None:
         self.service = service
         self._principal_of = principal_of
+        self._events = events
         self._streams: dict[str, set[_TaskStream]] = {}
 
     async def intercept(self, ctx: Ctx, call_next: Any) -> Any:
@@ -110,8 +126,35 @@ class TaskListen:
         wanted = _task_ids(ctx)
         if not wanted or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return await call_next(ctx)
-        honored = await self._owned(wanted, self._principal_of(ctx))
-        stream = _TaskStream(ctx.session, ctx.request_id or "", honored)
+        principal = self._principal_of(ctx)
+        async with (
+            self._events().subscribe(TASK_EVENTS, name="task listen") as events,
+            anyio.create_task_group() as group,
+        ):
+            honored = await self._owned(wanted, principal)
+            stream = _TaskStream(ctx.session, ctx.request_id or "", honored)
+            group.start_soon(self._follow, events, stream, principal)
+            try:
+                return await self._listen(ctx, stream, call_next)
+            finally:
+                group.cancel_scope.cancel()
+
+    async def _follow(
+        self, events: Subscription, stream: _TaskStream, principal: Principal
+    ) -> None:
+        """Tell ``stream`` the changes of its tasks that the (cluster's) event stream carries."""
+        ids = {record.id for record in stream.honored}
+        async for event in events:
+            task_id = event.data.get("task_id")
+            if task_id not in ids:
+                continue
+            try:
+                await stream.tell(await self.service.find(task_id, principal))
+            except Exception as exc:  # gone meanwhile, or the stream closing: the next event
+                log.debug("task %s: status not written to a listen stream: %r", task_id, exc)
+
+    async def _listen(self, ctx: Ctx, stream: _TaskStream, call_next: Any) -> Any:
+        honored = stream.honored
         for record in honored:
             self._streams.setdefault(record.id, set()).add(stream)
         try:
