@@ -22,10 +22,10 @@ from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
 from mcp.server.mcpserver.resources import FunctionResource, TextResource
 from mcp.server.runner import serve_loop
 from mcp.server.sse import SseServerTransport
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from serving import serve_stdio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -322,13 +322,7 @@ def _add_realistic(server: MCPServer, index: int) -> None:
 
 async def _serve_stdio(server: MCPServer, era: str) -> None:
     low: Server[Any] = server._lowlevel_server
-    options = low.create_initialization_options(NOTIFICATIONS)
-    async with stdio_server() as (read, write):
-        if era == "legacy":
-            async with low.lifespan(low) as state:
-                await serve_loop(low, read, write, lifespan_state=state, init_options=options)
-        else:
-            await low.run(read, write, options)
+    await serve_stdio(low, era, low.create_initialization_options(NOTIFICATIONS))
 
 
 def _sse_app(server: MCPServer, era: str) -> Starlette:

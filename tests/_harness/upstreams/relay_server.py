@@ -18,11 +18,9 @@ import mcp_types as types
 import uvicorn
 from echo_server import era_guard
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
-from mcp.server.runner import serve_loop
-from mcp.server.stdio import stdio_server
 from pydantic import BaseModel
+from serving import serve_stdio
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -102,14 +100,7 @@ def build(name: str, era: str) -> MCPServer:
 
 
 async def _serve(server: MCPServer, era: str) -> None:
-    low: Server[Any] = server._lowlevel_server
-    options = low.create_initialization_options()
-    async with stdio_server() as (read, write):
-        if era == "legacy":  # the handshake-only loop: never latches onto 2026-07-28
-            async with low.lifespan(low) as state:
-                await serve_loop(low, read, write, lifespan_state=state, init_options=options)
-        else:
-            await low.run(read, write, options)
+    await serve_stdio(server._lowlevel_server, era)
 
 
 def _serve_http(server: MCPServer, port: int) -> None:

@@ -17,6 +17,7 @@ tool's description and announces tools/list_changed (2025-11-25). ``tasks/get``,
 from __future__ import annotations
 
 import argparse
+import functools
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -27,11 +28,10 @@ import uvicorn
 from echo_server import era_guard
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.runner import serve_loop
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from serving import serve_stdio
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 SIZE = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
@@ -194,18 +194,6 @@ def _add_task_methods(server: Server[Any], jobs: Jobs) -> None:
     server.add_request_handler("tasks/list", types.PaginatedRequestParams, listed)
 
 
-async def _serve(server: Server[Any], era: str) -> None:
-    if era != "dual":
-        server.middleware.insert(0, era_guard(era))
-    options = server.create_initialization_options()
-    async with stdio_server() as (read, write):
-        if era == "legacy":  # the handshake-only loop: never latches onto 2026-07-28
-            async with server.lifespan(server) as state:
-                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
-        else:
-            await server.run(read, write, options)
-
-
 def _serve_http(server: Server[Any], era: str, port: int) -> None:
     if era != "dual":
         server.middleware.insert(0, era_guard(era))
@@ -221,7 +209,7 @@ def main() -> None:
     if args.http is not None:
         _serve_http(build(Jobs()), args.era, args.http)
     else:
-        anyio.run(_serve, build(Jobs()), args.era)
+        anyio.run(functools.partial(serve_stdio, build(Jobs()), args.era, guarded=True))
 
 
 if __name__ == "__main__":

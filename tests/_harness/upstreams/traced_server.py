@@ -19,15 +19,11 @@ import argparse
 import os
 import socket
 import sys
-from typing import Any
 
 import anyio
 import uvicorn
 from echo_server import era_guard
-from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.runner import serve_loop
-from mcp.server.stdio import stdio_server
 from opentelemetry.context import Context as TraceContext
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -35,6 +31,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from serving import serve_stdio
 
 SPAN_NAME = "upstream echo"
 SERVICE_NAME = "traced-upstream"
@@ -99,14 +96,7 @@ def provider_for(endpoint: str, name: str) -> TracerProvider:
 
 
 async def _serve_stdio(server: MCPServer, era: str) -> None:
-    low: Server[Any] = server._lowlevel_server
-    options = low.create_initialization_options()
-    async with stdio_server() as (read, write):
-        if era == "legacy":  # the handshake-only loop: never latches onto 2026-07-28
-            async with low.lifespan(low) as state:
-                await serve_loop(low, read, write, lifespan_state=state, init_options=options)
-        else:
-            await low.run(read, write, options)
+    await serve_stdio(server._lowlevel_server, era)
 
 
 def _serve_http(server: MCPServer, port: int) -> None:

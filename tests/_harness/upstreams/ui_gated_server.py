@@ -11,6 +11,7 @@ client of the request (2026-07-28) or of the session (2025-11-25) declared the e
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
 import anyio
@@ -18,7 +19,7 @@ import mcp_types as types
 from mcp.server.apps import APP_MIME_TYPE, client_supports_apps
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from tasks_server import _serve as serve_stdio  # the low-level Server's stdio loop, either era
+from serving import serve_stdio
 
 CHART = "ui://charts/chart.html"
 Ctx = ServerRequestContext[Any]
@@ -65,7 +66,7 @@ def build() -> Server[Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=["dual", "legacy", "modern"], default="dual")
-    anyio.run(serve_stdio, build(), parser.parse_args().era)
+    anyio.run(functools.partial(serve_stdio, build(), parser.parse_args().era, guarded=True))
 
 
 if __name__ == "__main__":
