@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import httpx2
@@ -44,10 +44,17 @@ def echo_upstream(
     return {"name": name, "transport": "stdio", "command": sys.executable, "args": args, **extra}
 
 
+STARTUP_WAIT: Final = 60
+"""Seconds a test gateway's first listing or call waits for upstreams still starting: ~1 s on
+an idle machine, 12-15 s for a Python upstream at load average 15-20. The wait ends as soon as
+they are up, so it costs the success path nothing."""
+
+
 def write_config(directory: Path, servers: Sequence[dict[str, Any]], **sections: Any) -> Path:
-    """Write a gateway config file and return its path."""
+    """Write a gateway config file and return its path (``startup_wait`` `STARTUP_WAIT` unless
+    ``sections`` says otherwise)."""
     path = directory / "gateway.yaml"
-    body = {"version": 1, "servers": list(servers), **sections}
+    body = {"version": 1, "servers": list(servers), "startup_wait": STARTUP_WAIT, **sections}
     path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
     return path
 

@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from paths import HARNESS
+from support import STARTUP_WAIT as SHARED_STARTUP_WAIT
 from support import echo_upstream, free_port, serve_asgi
 
 from gateway.events.bus import Subscription
@@ -33,8 +34,8 @@ ITEMS = 120
 FAULTY_SERVER = str(HARNESS / "upstreams" / "faulty_server.py")
 STRICT_SERVER = str(HARNESS / "upstreams" / "strict_server.py")
 MODERN = "2026-07-28"
-STARTUP_WAIT = 60
-"""Seconds the first listing waits for upstreams still starting (all start in ~1 s idle)."""
+STARTUP_WAIT = SHARED_STARTUP_WAIT
+"""`support.STARTUP_WAIT`, which the suites import from here too."""
 
 
 def surface_servers() -> list[dict[str, Any]]:
