@@ -1,8 +1,8 @@
 """server-everything's task tool (``simulate-research-query``, ``execution.taskSupport:
 required``) through the gateway: listed, called as a task, polled to ``completed`` and its report
 read, with the official Python SDK client: each era on one face, each face in one era
-(``CROSSED_FACES``; server-everything takes seconds a case, and the full face x era x upstream-era
-matrix runs against ``tasks_server.py`` in ``test_tasks_proxied.py``).
+(``CROSSED_FACES``; server-everything takes seconds a case, and every client era with every
+upstream era runs against ``tasks_server.py`` in ``test_tasks_proxied.py``).
 
 ``@modelcontextprotocol/server-everything`` is installed from the npm registry once per test run
 (``npm_support``); the test is skipped only without npm.

@@ -23,9 +23,18 @@ from tasks_client import (
     until_ended,
 )
 
+TRANSLATED = [
+    pytest.param(p.values[0], era, id=f"{p.id}-{era}")
+    for p in FACES
+    for era in ("legacy", "modern")
+    if p.id.startswith("http") or not p.id.endswith(era)
+]
+"""Every client era with every upstream era on HTTP; on stdio, each client era with the other
+upstream era: the translation between eras does not depend on the face, so stdio needs only to
+carry each era once (each stdio case starts a gateway process)."""
 
-@pytest.mark.parametrize("upstream_era", ["legacy", "modern"])
-@pytest.mark.parametrize("face", FACES)
+
+@pytest.mark.parametrize(("face", "upstream_era"), TRANSLATED)
 async def test_a_task_is_created_polled_completed_and_its_result_read(
     tmp_path: Path, face: Face, upstream_era: str
 ) -> None:
