@@ -5,73 +5,26 @@ PostgreSQL; the task events reach B through the cluster's event log), to the end
 from __future__ import annotations
 
 import contextlib
-import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from approvals_e2e_support import (
-    AGENT,
     AGENT_TOKEN,
-    ALICE,
-    ALICE_TOKEN,
-    RECORDER,
     api_client,
     decide,
     marker,
 )
 from gateway_faces import FACES, Face
+from held_task_support import TaskFrames, held_recorder_config
 from pg_support import fresh_schema, pg_storage
-from support import serve_asgi, write_config
-from tasks_client import Raw, call_as_task, listening_to_tasks, open_tasks_client
+from support import serve_asgi
+from tasks_client import call_as_task, listening_to_tasks, open_tasks_client
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
 
 HTTP_MODERN = [p for p in FACES if p.values[0].mode != "legacy" and p.values[0].transport == "http"]
-POLICY = """\
-version: 1
-defaults: {effect: allow, approval: {approvers: ["role:security"], expires: 2m}}
-rules:
-  - {id: held, tools: [recorder__record], effect: ask}
-"""
-
-
-class _Frames:
-    """The ``notifications/tasks`` frames a client heard; `until` waits for a status."""
-
-    def __init__(self) -> None:
-        self.heard: list[dict[str, Any]] = []
-        self._news = anyio.Event()
-
-    async def __call__(self, frame: Raw) -> None:
-        self.heard.append(frame.data)
-        self._news.set()
-
-    async def until(self, status: str) -> dict[str, Any]:
-        while not any(frame["status"] == status for frame in self.heard):
-            self._news = anyio.Event()
-            await self._news.wait()
-        return next(frame for frame in self.heard if frame["status"] == status)
-
-
-def _config(tmp_path: Path, schema: str) -> Path:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY, encoding="utf-8")
-    log = str(tmp_path / "executions.jsonl")
-    recorder = {"name": "recorder", "command": sys.executable, "args": [RECORDER, "--log", log]}
-    auth = {
-        "agents": [{"id": AGENT, "token": AGENT_TOKEN}],
-        "approvers": [{"id": ALICE, "token": ALICE_TOKEN, "roles": ["security"]}],
-    }
-    return write_config(
-        tmp_path,
-        [recorder],
-        policies={"files": [str(policy)]},
-        auth=auth,
-        storage=pg_storage(schema),
-    )
 
 
 @pytest.mark.parametrize("face", HTTP_MODERN)
@@ -79,10 +32,10 @@ async def test_a_listen_stream_on_another_replica_hears_a_held_tasks_changes_to_
     tmp_path: Path, face: Face
 ) -> None:
     value = marker("replicas")
-    on_b = _Frames()
+    on_b = TaskFrames()
     with anyio.fail_after(120):
         async with fresh_schema() as schema, contextlib.AsyncExitStack() as stack:
-            config = _config(tmp_path, schema)
+            config = held_recorder_config(tmp_path, storage=pg_storage(schema))
             base_a, base_b = [
                 await stack.enter_async_context(serve_asgi(build_app(Gateway.from_config(config))))
                 for _ in range(2)

@@ -6,7 +6,6 @@ whose ``InputRequiredTask`` requires ``inputRequests``: the created task, ``task
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +13,19 @@ import anyio
 import jsonschema_rs
 import pytest
 from approvals_e2e_support import (
-    AGENT,
     AGENT_TOKEN,
-    ALICE,
-    ALICE_TOKEN,
-    RECORDER,
     api_client,
     decide,
     marker,
 )
 from gateway_faces import HTTP_FACES, Face
+from held_task_support import TaskFrames, held_recorder_config
 from mcp import Client
 from mcp_types import _v2025_11_25 as legacy_types
 from paths import HARNESS
-from support import serve_asgi, write_config
-from surface_support import STARTUP_WAIT
+from support import serve_asgi
 from tasks_client import (
     TASKS_EXTENSION,
-    Raw,
     call_as_task,
     listening_to_tasks,
     modern,
@@ -44,33 +38,12 @@ from gateway.http.app import build_app
 from toolsets._sdk_compat import unchecked_request
 
 SCHEMA = json.loads((HARNESS / "specs" / "ext-tasks-schema.json").read_text(encoding="utf-8"))
-POLICY = """\
-version: 1
-defaults: {effect: allow, approval: {approvers: ["role:security"], expires: 2m}}
-rules:
-  - {id: held, tools: [recorder__record], effect: ask}
-"""
 
 
 def _errors(definition: str, instance: dict[str, Any]) -> list[str]:
     """Where ``instance`` breaks the schema's ``definition`` (none when it is valid)."""
     validator = jsonschema_rs.validator_for({**SCHEMA, "$ref": f"#/$defs/{definition}"})
     return [f"{e.instance_path}: {e.message}" for e in validator.iter_errors(instance)]
-
-
-def _config(tmp_path: Path) -> Path:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY, encoding="utf-8")
-    log = str(tmp_path / "executions.jsonl")
-    recorder = {"name": "recorder", "command": sys.executable, "args": [RECORDER, "--log", log]}
-    auth = {
-        "agents": [{"id": AGENT, "token": AGENT_TOKEN}],
-        "approvers": [{"id": ALICE, "token": ALICE_TOKEN, "roles": ["security"]}],
-    }
-    policies = {"files": [str(policy)]}
-    return write_config(
-        tmp_path, [recorder], policies=policies, auth=auth, startup_wait=STARTUP_WAIT
-    )
 
 
 async def _created(client: Client, args: dict[str, Any]) -> dict[str, Any]:
@@ -83,22 +56,12 @@ async def _created(client: Client, args: dict[str, Any]) -> dict[str, Any]:
     return dict(raw)
 
 
-class _Frames:
-    def __init__(self) -> None:
-        self.heard: list[dict[str, Any]] = []
-        self.news = anyio.Event()
-
-    async def __call__(self, frame: Raw) -> None:
-        self.heard.append(frame.data)
-        self.news.set()
-
-
 @pytest.mark.parametrize("face", HTTP_FACES)
 async def test_a_held_calls_task_is_valid_on_the_wire_in_each_era(
     tmp_path: Path, face: Face
 ) -> None:
-    config = _config(tmp_path)
-    frames = _Frames()
+    config = held_recorder_config(tmp_path)
+    frames = TaskFrames()
     with anyio.fail_after(90):
         async with (
             serve_asgi(build_app(Gateway.from_config(config))) as base,
@@ -111,7 +74,7 @@ async def test_a_held_calls_task_is_valid_on_the_wire_in_each_era(
             polled = await request(client, "tasks/get", created["taskId"])
             if face.mode != "legacy":
                 async with listening_to_tasks(client, [created["taskId"]]):
-                    await frames.news.wait()
+                    await frames.until("input_required")
             approval = created["_meta"]["lockgate/pending"]["id"]
             assert (await decide(api, approval, "deny")).status_code == 200
     assert polled["status"] == "input_required"
