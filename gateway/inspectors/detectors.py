@@ -79,9 +79,14 @@ def iban_valid(compact: str) -> bool:
     return int("".join(str(int(char, 36)) for char in moved)) % 97 == 1
 
 
+_INSPECTED: Final = tuple(p for p in CREDENTIAL_PATTERNS if not p.pattern.startswith("/connect/"))
+"""The credential patterns but lockgate's own connect links (``/connect/v1.…``): a held call's
+result hands its caller the link to open (bound to them, single-use); records still mask it."""
+
+
 def credentials(text: str) -> Iterator[Span]:
     """Keys and tokens: PEM private keys, bearer tokens, sk-, GitHub, AWS, Slack, Google, JWT."""
-    for pattern in CREDENTIAL_PATTERNS:
+    for pattern in _INSPECTED:
         for match in pattern.finditer(text):
             yield Span("credential", match.start(), match.end())
 

@@ -190,3 +190,24 @@ async def test_an_approver_lists_its_own_connect_records_and_nobody_elses(
                     f"/api/approvals/{alices.id}/decision", json={"decision": "approve"}
                 )
                 assert decided.status_code == 404, decided.text
+
+
+async def test_a_credential_redacting_results_inspector_leaves_the_connect_link_to_the_caller(
+    tmp_path: Path,
+) -> None:
+    """The held call's link is the caller's to open: an inspector redacting credentials in
+    results does not hide it (events and the audit log still mask it)."""
+    inspector = {"type": "builtin", "detectors": ["credential"], "direction": "results"}
+    port = new_port()
+    with vault_keys(), anyio.fail_after(120):
+        async with counting_upstream() as (url, _counted):
+            config = connect_config(tmp_path, url, port, inspectors={"secrets": inspector})
+            async with served(config, port) as (gateway, _):
+                assert gateway.parts.vault is not None  # the catalogue is listed as bob
+                await gateway.parts.vault.set(SERVER, BOB, SECRETS[BOB])
+                held = await gateway.call_tool(TOOL, {}, _as(ALICE))
+                link = link_of(held)
+                text = " ".join(getattr(block, "text", "") for block in held.content)
+                assert link in text, text
+                connected = await follow(link, SECRETS[ALICE])
+                assert connected.status_code == 200, connected.text
