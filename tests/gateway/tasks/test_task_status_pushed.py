@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -24,11 +23,11 @@ from approvals_e2e_support import (
     marker,
 )
 from gateway_faces import FACES, Face, serve_gateway
+from held_task_support import TaskFrames
 from mcp.server.subscriptions import SUBSCRIPTION_ID_META_KEY
 from support import serve_asgi, write_config
 from surface_support import STARTUP_WAIT
 from tasks_client import (
-    Raw,
     call_as_task,
     listening_to_tasks,
     open_tasks_client,
@@ -48,32 +47,12 @@ rules:
 """
 
 
-class Frames:
-    """The ``notifications/tasks`` frames a client heard; `until` waits for a status."""
-
-    def __init__(self) -> None:
-        self.heard: list[dict[str, Any]] = []
-        self._news = anyio.Event()
-
-    async def __call__(self, frame: Raw) -> None:
-        self.heard.append(frame.data)
-        self._news.set()
-
-    async def until(self, status: str) -> dict[str, Any]:
-        while True:
-            for frame in self.heard:
-                if frame["status"] == status:
-                    return frame
-            self._news = anyio.Event()
-            await self._news.wait()
-
-
 @pytest.mark.parametrize("face", MODERN_FACES)
 async def test_a_2026_listen_stream_naming_a_task_hears_its_changes_to_the_end(
     tmp_path: Path, face: Face
 ) -> None:
     config = write_config(tmp_path, [tasks_upstream("legacy")], startup_wait=STARTUP_WAIT)
-    frames = Frames()
+    frames = TaskFrames()
     with anyio.fail_after(90):
         async with (
             serve_gateway(config) as url,
@@ -110,7 +89,7 @@ async def test_a_held_calls_task_is_pushed_to_its_owner_only_when_the_approval_r
     config = write_config(
         tmp_path, [recorder], policies=policies, auth=auth, startup_wait=STARTUP_WAIT
     )
-    mine, theirs = Frames(), Frames()
+    mine, theirs = TaskFrames(), TaskFrames()
     with anyio.fail_after(90):
         async with (
             serve_asgi(build_app(Gateway.from_config(config))) as base,
