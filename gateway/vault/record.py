@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from toolsets.upstream.per_principal import TENANT_SEPARATOR
+
 __all__ = ["Connection", "SealedRecord"]
 
 
@@ -15,7 +17,8 @@ class Connection:
     Attributes:
         id: The connection id (random; names the record in messages and events).
         server: The upstream server's name.
-        principal: Whose it is.
+        principal: Whose it is: the principal's id, qualified with its tenant when it has one
+            (`toolsets.upstream.per_principal.principal_key`).
         created_at: When it was first set (unix time).
         updated_at: When it was last set.
     """
@@ -27,10 +30,13 @@ class Connection:
     updated_at: float
 
     def to_json(self) -> dict[str, Any]:
+        """What a page or API shows: the principal's id and its tenant apart (never the key)."""
+        tenant, _, principal = self.principal.rpartition(TENANT_SEPARATOR)
         return {
             "id": self.id,
             "server": self.server,
-            "principal": self.principal,
+            "principal": principal,
+            "tenant": tenant or None,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

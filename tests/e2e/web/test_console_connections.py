@@ -69,7 +69,6 @@ async def test_an_operator_sees_the_connections_of_its_own_tenant_only(site: Sit
     for token in (OPERATOR_TOKEN, ACME_TOKEN):
         async with _client(site, token) as operator:
             items = (await operator.get("/api/connections/all")).json()["items"]
-        seen[token] = [item["principal"] for item in items]
-    assert seen[OPERATOR_TOKEN] == ["agent:alice"]  # untenanted: not acme's carol
-    (acme,) = seen[ACME_TOKEN]
-    assert acme.endswith("agent:carol")
+        seen[token] = [(item["principal"], item["tenant"]) for item in items]
+    assert seen[OPERATOR_TOKEN] == [("agent:alice", None)]  # untenanted: not acme's carol
+    assert seen[ACME_TOKEN] == [("agent:carol", "acme")]  # the id and its tenant apart

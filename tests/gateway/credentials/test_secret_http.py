@@ -53,7 +53,7 @@ def _refusal(result: Any) -> dict[str, Any]:
     return refusal
 
 
-CONNECTION_FIELDS = {"id", "server", "principal", "created_at", "updated_at"}
+CONNECTION_FIELDS = {"id", "server", "principal", "tenant", "created_at", "updated_at"}
 
 
 async def _scenario(base: str, mode: str) -> list[str]:
