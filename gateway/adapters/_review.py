@@ -34,6 +34,7 @@ from gateway.adapters._client import (
     held_of,
     result_text,
 )
+from gateway.adapters._turn_order import Turn, misdirected
 from gateway.approvals.errors import InvalidHumanResponse
 from gateway.approvals.human_interrupt import read_response
 from toolsets.result import ToolResult
@@ -76,20 +77,50 @@ async def call_deferred(
 
 
 async def call_reviewed(
-    client: GatewayClient, name: str, args: Mapping[str, Any], ask: Ask | None
+    client: GatewayClient,
+    name: str,
+    args: Mapping[str, Any],
+    ask: Ask | None,
+    turn: Turn | None = None,
 ) -> ToolResult:
-    """The outcome of calling ``name``; with ``ask``, a held approval is put to the reviewer."""
+    """The outcome of calling ``name``; with ``ask``, a held approval is put to the reviewer
+    (in its ``turn`` among the held calls of its ``ToolNode`` task, see `_turn_order`)."""
     if ask is None:
         return await client.call_tool(name, args)
-    result = await client.call_tool(name, args, max_hold=0)
-    held = held_of(result)
-    if held is None or held.kind != "approval":
-        return result
+    turn = turn or Turn(None, None)
+    try:
+        if (earlier := turn.recalled()) is not None:  # ran in an earlier run of the node
+            return earlier
+        result = await client.call_tool(name, args, max_hold=0)
+        held = held_of(result)
+        if held is None or held.kind != "approval":
+            return turn.remember(result)
+        await turn.wait()
+        return turn.remember(
+            await _put_to_reviewer(client, name, args, result=result, held=held, ask=ask, turn=turn)
+        )
+    finally:
+        turn.finish()
+
+
+async def _put_to_reviewer(
+    client: GatewayClient,
+    name: str,
+    args: Mapping[str, Any],
+    *,
+    result: ToolResult,
+    held: HeldCall,
+    ask: Ask,
+    turn: Turn,
+) -> ToolResult:
     note: str | None = None
     while True:
         request = await client.interrupt_request(held, name, args, note=note)
+        reply, answered = turn.ask(ask, request)
+        if (note := misdirected(reply, answered, held.id)) is not None:
+            continue  # a reply to another call's request: never applied here
         try:
-            answer = read_response(ask(request), action=name)
+            answer = read_response(reply, action=name)
             decision = HostDecision(kind=answer.decision, message=answer.message, args=answer.args)
             await client.decide(held.id, decision)
         except (InvalidHumanResponse, DecisionRejected) as exc:

@@ -48,9 +48,10 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, SkipValidation
 
 from gateway.adapters._client import GatewayClient, InProcessGateway, result_text
-from gateway.adapters._langgraph_compat import in_graph, interrupt
+from gateway.adapters._langgraph_compat import current_task, in_graph, interrupt
 from gateway.adapters._remote import RemoteGateway, RemoteOptions
 from gateway.adapters._review import DEFERRED, Ask, Deferred, call_deferred, call_reviewed
+from gateway.adapters._turn_order import Turn
 from gateway.gateway import Gateway
 from toolsets.context import ANONYMOUS, Principal
 from toolsets.errors import ToolNotFoundError
@@ -75,31 +76,47 @@ class GatewayTool(BaseTool):
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         # The arguments travel as one dict: a tool argument may be called ``run_manager``.
+        # The tool call's id orders the held calls of a ToolNode task (`_turn_order`).
         parsed = self._parse_input(tool_input, tool_call_id)
-        return (parsed if isinstance(parsed, dict) else {},), {}
+        return (parsed if isinstance(parsed, dict) else {},), {"call_id": tool_call_id}
 
     def _run(
-        self, args: dict[str, Any], run_manager: CallbackManagerForToolRun | None = None
+        self,
+        args: dict[str, Any],
+        call_id: str | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, Any]:
         # interrupt() reads this thread's LangGraph context; the call runs in the portal's loop.
         context = contextvars.copy_context()
         ask: Ask | None = (lambda request: context.run(interrupt, request)) if in_graph() else None
-        return self.toolkit.blocking(self._call(args, ask, DEFERRED.get()))
+        return self.toolkit.blocking(self._call(args, ask, DEFERRED.get(), self._turn(call_id)))
 
     async def _arun(
-        self, args: dict[str, Any], run_manager: AsyncCallbackManagerForToolRun | None = None
+        self,
+        args: dict[str, Any],
+        call_id: str | None = None,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
     ) -> tuple[str, Any]:
-        return await self._call(args, interrupt if in_graph() else None, DEFERRED.get())
+        ask = interrupt if in_graph() else None
+        return await self._call(args, ask, DEFERRED.get(), self._turn(call_id))
+
+    def _turn(self, call_id: str | None) -> Turn | None:
+        # Read here, in the graph's context (a sync call then runs in the portal's loop).
+        return Turn(current_task(self.toolkit.names), call_id) if call_id else None
 
     async def _call(
-        self, args: dict[str, Any], ask: Ask | None, deferred: list[Deferred] | None
+        self,
+        args: dict[str, Any],
+        ask: Ask | None,
+        deferred: list[Deferred] | None,
+        turn: Turn | None = None,
     ) -> tuple[str, Any]:
         client = self.toolkit.client
         try:
             if deferred is not None:  # the lockgate middleware asks about the turn's holds
                 result = await call_deferred(client, self.name, args, deferred)
             else:
-                result = await call_reviewed(client, self.name, args, ask)
+                result = await call_reviewed(client, self.name, args, ask, turn)
         except ToolNotFoundError as exc:  # hidden or removed since the model saw the list
             raise ToolException(str(exc)) from None
         return _content(result)
@@ -123,6 +140,7 @@ class GatewayToolkit:
         self.client = client
         self.portal = portal
         self._own_portal: contextlib.ExitStack | None = None
+        self.names: set[str] = set()  # the tools made so far (their held calls take turns)
 
     @classmethod
     def from_gateway(
@@ -212,6 +230,7 @@ class GatewayToolkit:
         return self.portal.call(run)
 
     def _tool(self, tool: ToolDef) -> GatewayTool:
+        self.names.add(tool.name)
         return GatewayTool(
             name=tool.name,
             description=tool.description or tool.title or tool.name,
