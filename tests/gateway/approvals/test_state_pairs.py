@@ -1,4 +1,4 @@
-"""Every (state, next state) pair of the pending-call state machine, for both kinds: exactly the
+"""Every (state, next state) pair of the pending-call state machine, for every kind: exactly the
 transitions the gateway takes are allowed, every other one is refused."""
 
 from __future__ import annotations
@@ -31,6 +31,15 @@ TAKEN: dict[Kind, set[tuple[State, State]]] = {
         ("pending", "done"),  # a worker's value
         ("pending", "failed"),  # a worker's error
         ("pending", "cancelled"),  # the client withdrew the call
+    },
+    "connect": {
+        ("pending", "approved"),  # the caller connected (gateway.connect)
+        ("pending", "cancelled"),  # the client withdrew the held call
+        ("pending", "failed"),  # the connect flow failed
+        ("approved", "executing"),  # the held or re-issued call claimed it, exactly once
+        ("approved", "failed"),  # the claim found the call could not run
+        ("executing", "done"),  # the call ran
+        ("executing", "failed"),  # the call raised, or the gateway stopped meanwhile
     },
 }
 """Expiry is not a step anyone takes: only a passed deadline expires a call (tested below)."""
