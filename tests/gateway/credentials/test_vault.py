@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import asyncpg
@@ -112,9 +113,7 @@ async def test_a_sealed_secret_copied_to_another_principal_does_not_open(tmp_pat
             await vault.set("web", "agent:alice", SECRETS["agent:alice"])
             found = await vault.store.get("web", "agent:alice")
             assert found is not None
-            moved = found.connection.__class__(
-                **{**found.connection.to_json(), "principal": "agent:bob"}
-            )
+            moved = replace(found.connection, principal="agent:bob")
             await vault.store.put(
                 found.__class__(connection=moved, key_id=found.key_id, sealed=found.sealed)
             )
