@@ -6,6 +6,7 @@ quarantined results."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from gateway.approvals.refusals import Refusals
 from gateway.approvals.service import ApprovalService
@@ -13,7 +14,6 @@ from gateway.config.model import GatewayConfig
 from gateway.events.calls import BusObserver
 from gateway.inspectors import build_inspection
 from gateway.pins.guard import ToolPins
-from gateway.postgres.backend import PostgresBackend
 from gateway.runtime.catalogue import CatalogueWatch
 from gateway.runtime.parts import EventParts
 from gateway.sessions.book import SessionBook
@@ -26,6 +26,9 @@ from gateway.wiring.stores import task_store
 from toolsets.abstract import Toolset
 from toolsets.events import CallObserver
 from toolsets.upstream.server import MCPServerToolset
+
+if TYPE_CHECKING:  # asyncpg is the postgres extra: never imported without it
+    from gateway.postgres.backend import PostgresBackend
 
 __all__ = ["task_service"]
 
