@@ -188,8 +188,24 @@ async def until_ended(client: Client, task_id: str) -> dict[str, Any]:
         task = await request(client, "tasks/get", task_id)
         if task["status"] in TERMINAL:
             return task
-        interval = task.get("pollIntervalMs", task.get("pollInterval")) or 100
-        await anyio.sleep(interval / 1000)
+        await _suggested_pause(task)
+
+
+async def until_status(client: Client, task_id: str, status: str) -> dict[str, Any]:
+    """Poll ``tasks/get`` as `until_ended` does until the task is in ``status`` (failing if it
+    ends in another); its state then."""
+    while True:
+        task = await request(client, "tasks/get", task_id)
+        if task["status"] == status:
+            return task
+        assert task["status"] not in TERMINAL, task
+        await _suggested_pause(task)
+
+
+async def _suggested_pause(task: dict[str, Any]) -> None:
+    """Wait the poll interval the task suggests (the protocol's way to follow a task)."""
+    interval = task.get("pollIntervalMs", task.get("pollInterval")) or 100
+    await anyio.sleep(interval / 1000)
 
 
 @contextlib.asynccontextmanager

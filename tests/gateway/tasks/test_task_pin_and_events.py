@@ -17,17 +17,16 @@ from typing import Any
 import anyio
 import pytest
 from gateway_faces import HTTP_FACES, Face
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 from support import serve_asgi, write_config
 from tasks_client import (
-    TERMINAL,
     call_as_task,
     modern,
     open_tasks_client,
     request,
     tasks_upstream,
     until_ended,
+    until_status,
 )
 
 from gateway.events.model import Event
@@ -60,16 +59,6 @@ def _audited(path: Path) -> list[str]:
     return [row[0] for row in rows]
 
 
-async def _until_status(client: Client, task_id: str, status: str) -> dict[str, Any]:
-    """Poll ``tasks/get`` until the task is in ``status``; its state then."""
-    while True:
-        task = await request(client, "tasks/get", task_id)
-        if task["status"] == status:
-            return task
-        assert task["status"] not in TERMINAL, task
-        await anyio.sleep((task.get("pollIntervalMs", task.get("pollInterval")) or 100) / 1000)
-
-
 async def _next(events: AsyncIterator[Event], kind: str) -> Event:
     async for event in events:
         if event.type == kind:
@@ -93,7 +82,7 @@ async def test_a_result_quarantined_for_the_pin_review_is_delivered_once_the_cha
             await client.call_tool("jobs__change_job", {})
             await _next(events, "tools.changed")  # the gateway listed the changed definition
             await client.call_tool("jobs__release", {"key": "pin"})
-            waiting = await _until_status(client, task_id, "input_required")
+            waiting = await until_status(client, task_id, "input_required")
             held = await _next(events, "task.status")
             while not held.data.get("quarantined"):
                 held = await _next(events, "task.status")
@@ -133,7 +122,7 @@ async def test_a_cancelled_quarantined_task_discards_its_result(tmp_path: Path) 
             await client.call_tool("jobs__change_job", {})
             await _next(events, "tools.changed")
             await client.call_tool("jobs__release", {"key": "drop"})
-            await _until_status(client, task_id, "input_required")
+            await until_status(client, task_id, "input_required")
             await request(client, "tasks/cancel", task_id)
             ended = await request(client, "tasks/get", task_id)
             completed = await _next(events, "task.completed")
