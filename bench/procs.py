@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -82,14 +83,17 @@ def children(pid: int) -> list[int]:
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    """Wait until ``url`` answers anything over HTTP (or fail when ``proc`` dies first)."""
+    """Wait until ``url`` answers over HTTP (or fail when ``proc`` dies first); a gateway's
+    ``/healthz`` must also say ``ok`` (every upstream up: a busy machine may start one late)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{proc.args!r} exited with {proc.returncode} before serving")
         try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if not url.endswith("/healthz") or json.load(response).get("status") == "ok":
+                    return
+            time.sleep(0.05)
         except urllib.error.HTTPError:
             return  # an HTTP answer, even 4xx, means it is serving
         except OSError:
