@@ -38,6 +38,7 @@ from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, Prog
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.upstream.convert import tool_def_to_mcp, tool_result_to_mcp
+from toolsets.upstream.per_principal import principal_key
 from toolsets.upstream.tasks import TASKS_EXTENSION, TaskAsk
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "GatewayServer", "build_server"]
@@ -324,7 +325,12 @@ def build_server(
         session_of = functools.partial(_session_id, connection_id=downstream.connection_id)
         server.middleware.append(telemetry.middleware(transport, session_of))
     TaskHandlers(downstream, gateway.parts.tasks, lambda: server.server_info_stamp).register(server)
-    set_level = gateway.parts.relay.logs.set_level  # the logging capability, both eras
+    logs = gateway.parts.relay.logs
+
+    async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        principal = principal_key(_principal(ctx, downstream.principal))
+        return await logs.set_level(ctx, params, principal=principal)
+
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.downstream = downstream
     return server

@@ -79,6 +79,7 @@ from toolsets.pinned import PinnedToolset
 from toolsets.prefixed import PrefixedToolset
 from toolsets.resource_links import ResourceLinksToolset
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.per_principal import PerPrincipalToolset
 from toolsets.upstream.server import MCPServerToolset
 from toolsets.validated import SchemaValidators
 
@@ -173,6 +174,7 @@ def _children(
     upstreams: dict[str, MCPServerToolset],
     host: ScriptHost | None,
     *,
+    pools: list[PerPrincipalToolset],
     vault: Vault | None = None,
     gate: ConnectGate | None = None,
     credentials: Credentials | None = None,
@@ -183,11 +185,12 @@ def _children(
             continue
         if server.credentials.per_principal and vault is not None:  # one connection per caller
             changed = signals.tools_changed
-            pool = build_pool(
+            pool, guarded = build_pool(
                 config, server, vault, on_tools_changed=changed, connect=gate,
                 credentials=credentials,
             )  # fmt: skip
-            local: Toolset = ResourceLinksToolset(pool, server.exposed_prefix)
+            pools.append(pool)
+            local: Toolset = ResourceLinksToolset(guarded, server.exposed_prefix)
         elif server.transport == "python":
             local = _functions(config, server)
         elif server.transport == "script":
@@ -200,7 +203,9 @@ def _children(
             calls: Toolset = upstream
             if server.per_principal_sessions:  # roots relayed: each caller's own session
                 changed = signals.tools_changed
-                calls = session_pool(config, server, upstream, on_tools_changed=changed)
+                own = session_pool(config, server, upstream, on_tools_changed=changed)
+                pools.append(own)
+                calls = own
             local = ResourceLinksToolset(calls, server.exposed_prefix)  # URIs as names
         children.append(PrefixedToolset(local, server.exposed_prefix))
     if config.external_tools:
@@ -257,6 +262,9 @@ class _Served:
     host: ScriptHost | None
     signals: UpstreamSignals
     upstreams: dict[str, MCPServerToolset]
+    pools: list[PerPrincipalToolset]
+    """The servers reached over each principal's own sessions (``upstreams`` has their own
+    session, when they have one)."""
     combined: CombinedToolset
     events: EventParts
     pins: ToolPins
@@ -280,9 +288,11 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     vault = build_vault(config, shared, events.recorder.record)
     gate = connect_gate(config, _state_key(config)) if vault is not None else None
     credentials = None if vault is None else build_credentials(config, vault, shared)
+    pools: list[PerPrincipalToolset] = []
     children = _children(
-        config, signals, upstreams, host, vault=vault, gate=gate, credentials=credentials
-    )
+        config, signals, upstreams, host, pools=pools, vault=vault, gate=gate,
+        credentials=credentials,
+    )  # fmt: skip
     combined = CombinedToolset([*children, GroupLoaders(policy, sessions), *extra])
     pooled = [s.name for s in config.enabled_servers() if s.per_principal_sessions]
     pins = _pins(config, events.recorder, [*upstreams, *pooled], shared, pooled)
@@ -291,8 +301,8 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     catalogue = CatalogueWatch(served, events.bus, readiness)
     signals.follow(changed=catalogue.changed)
     return _Served(
-        shared, policy, sessions, host, signals, upstreams, combined, events, pins, served,
-        readiness, catalogue, vault, gate, credentials,
+        shared, policy, sessions, host, signals, upstreams, pools, combined, events, pins,
+        served, readiness, catalogue, vault, gate, credentials,
     )  # fmt: skip
 
 
@@ -381,7 +391,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         resources=ResourceService.for_config(
             config, upstreams, guard=guard, ready=built.readiness.warm_up
         ),
-        relay=Relay(upstreams),
+        relay=Relay([*upstreams.values(), *built.pools]),
         tasks=_tasks(config, built, approvals, calls),
         telemetry=telemetry,
         vault=built.vault,

@@ -128,11 +128,11 @@ def build_pool(
     on_tools_changed: ToolsChangedHandler | None = None,
     connect: ConnectGate | None = None,
     credentials: Credentials | None = None,
-) -> Toolset:
-    """The pool of ``server``'s per-principal connections; told by ``vault`` when a secret
-    of it is set or revoked (the connection opens, or closes); a call of a caller not
-    connected yet waits at ``connect`` (`gateway.connect`). Its provider is ``credentials``'
-    (one is made when not given); an ``oauth`` pool is behind an `OAuthGuard`."""
+) -> tuple[PerPrincipalToolset, Toolset]:
+    """The pool of ``server``'s per-principal connections, and what serves it; told by ``vault``
+    when a secret of it is set or revoked (the connection opens, or closes); a call of a caller not
+    connected yet waits at ``connect`` (`gateway.connect`). Its provider is ``credentials``' (one is
+    made when not given); an ``oauth`` pool is behind an `OAuthGuard`."""
     settings = server.credentials
     found = None if credentials is None else credentials.providers.get(server.name)
     provider = found or PROVIDERS[settings.mode](config, server, vault, LocalLocks())
@@ -160,5 +160,5 @@ def build_pool(
 
     vault.listeners.append(changed)
     if isinstance(oauth, TokenExchangeProvider):
-        return TokenExchangeGuard(pool, oauth)
-    return pool if oauth is None else OAuthGuard(pool, oauth)
+        return pool, TokenExchangeGuard(pool, oauth)
+    return pool, pool if oauth is None else OAuthGuard(pool, oauth)

@@ -49,7 +49,13 @@ from toolsets.context import CallContext
 from toolsets.errors import RelayRefused
 from toolsets.upstream.peer import Capability, ClientPeer, capability_of, method_of, most_verbose
 
-__all__ = ["REFUSED", "UpstreamLogHandler", "UpstreamRequests", "client_identity"]
+__all__ = [
+    "REFUSED",
+    "PrincipalLogHandler",
+    "UpstreamLogHandler",
+    "UpstreamRequests",
+    "client_identity",
+]
 
 log = logging.getLogger("lockgate.upstream")
 REFUSED = "lockgate/refused"
@@ -77,6 +83,19 @@ class UpstreamLogHandler(Protocol):
         server: str,
         params: types.LoggingMessageNotificationParams,
         peers: Sequence[ClientPeer],
+    ) -> None: ...
+
+
+class PrincipalLogHandler(Protocol):
+    """An `UpstreamLogHandler` also told whose own session the message came from: a
+    `toolsets.upstream.per_principal.principal_key`, None for a session every caller shares."""
+
+    async def __call__(
+        self,
+        server: str,
+        params: types.LoggingMessageNotificationParams,
+        peers: Sequence[ClientPeer],
+        principal: str | None = None,
     ) -> None: ...
 
 

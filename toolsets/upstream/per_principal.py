@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self
 
 import anyio
 from anyio.abc import TaskGroup
+from mcp_types import LoggingLevel, LoggingMessageNotificationParams
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext, Principal
@@ -33,6 +34,8 @@ from toolsets.errors import LockgateError
 from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
+from toolsets.upstream.client_requests import PrincipalLogHandler, UpstreamLogHandler
+from toolsets.upstream.peer import ClientPeer
 from toolsets.upstream.principal_catalogues import PrincipalCatalogues
 from toolsets.upstream.server import MCPServerToolset
 
@@ -115,6 +118,17 @@ def _fingerprint(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
+def _naming(handler: PrincipalLogHandler, principal: str) -> UpstreamLogHandler:
+    """``handler`` for the log messages of ``principal``'s own connection."""
+
+    async def relay(
+        server: str, params: LoggingMessageNotificationParams, peers: Sequence[ClientPeer]
+    ) -> None:
+        await handler(server, params, peers, principal=principal)
+
+    return relay
+
+
 class PerPrincipalToolset(Toolset):
     """The tools of one upstream, each caller over their own connection."""
 
@@ -144,6 +158,22 @@ class PerPrincipalToolset(Toolset):
         still go over each principal's connection)."""
         self._rebased: Hashable = None
         self._tg: TaskGroup | None = None
+        self._on_log: PrincipalLogHandler | None = None
+        self._log_level: LoggingLevel | None = None
+
+    def follow_logs(self, handler: PrincipalLogHandler) -> None:
+        """Send every connection's log messages to ``handler``, naming its principal (those
+        opened later too)."""
+        self._on_log = handler
+        for principal, entry in list(self.entries.items()):
+            entry.toolset.follow_logs(_naming(handler, principal))
+
+    async def set_log_level(self, level: LoggingLevel | None) -> None:
+        """Ask every connection (those opened later too) for log messages at ``level`` and up;
+        the shared session, when there is one, is asked on its own (it is an upstream)."""
+        self._log_level = level
+        for entry in list(self.entries.values()):
+            await entry.toolset.set_log_level(level)
 
     @property
     def label(self) -> str:
@@ -253,6 +283,9 @@ class PerPrincipalToolset(Toolset):
             return None
         assert self._tg is not None, "the toolset is not entered"
         toolset = self.factory(principal, secret, self._relisted(principal))
+        toolset.requests.log_level = self._log_level  # told the server when it connects
+        if self._on_log is not None:
+            toolset.follow_logs(_naming(self._on_log, principal))
         entry = _Entry(toolset, fingerprint, anyio.current_time())
         self.entries[principal] = entry
         self._tg.start_soon(self._hold, principal, entry, name=f"upstream {self.name} {principal}")

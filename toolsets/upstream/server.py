@@ -18,7 +18,7 @@ from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.upstream.calls import UpstreamCalls
 from toolsets.upstream.catalogue import UpstreamCatalogue
-from toolsets.upstream.client_requests import UpstreamRequests
+from toolsets.upstream.client_requests import UpstreamLogHandler, UpstreamRequests
 from toolsets.upstream.connection import (
     ClientTarget,
     NotificationListener,
@@ -163,6 +163,10 @@ class MCPServerToolset(Toolset):
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for the first connection outcome; True when the server is up."""
         return await self.connection.wait_ready(timeout)
+
+    def follow_logs(self, handler: UpstreamLogHandler) -> None:
+        """Send the server's log messages to ``handler``."""
+        self.requests.on_log = handler
 
     async def set_log_level(self, level: LoggingLevel | None) -> None:
         """Ask for log messages at ``level`` and up (None: none, as far as the era allows)."""

@@ -3,12 +3,11 @@ tool calls: an upstream's requests to the client (parked 2026-07-28 calls) and l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from types import TracebackType
 
-from gateway.mcp.relay.logs import LogRelay
+from gateway.mcp.relay.logs import LogRelay, LogSource
 from gateway.mcp.relay.parking import Parking
-from toolsets.upstream.server import MCPServerToolset
 
 __all__ = ["Relay"]
 
@@ -19,9 +18,13 @@ class Relay:
     Attributes:
         parking: 2026-07-28 calls waiting for their client's answers to an upstream.
         logs: Log levels asked downstream and the relay of upstream log messages.
+
+    Args:
+        upstreams: Every upstream session's source: the servers, and the pools of
+            per-principal sessions.
     """
 
-    def __init__(self, upstreams: Mapping[str, MCPServerToolset]) -> None:
+    def __init__(self, upstreams: Iterable[LogSource]) -> None:
         self.parking = Parking()
         self.logs = LogRelay(upstreams)
 

@@ -20,14 +20,6 @@ from relay_support import (
     open_client,
 )
 
-pytestmark = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known bug (e52b8c7): a server relaying roots now gets one upstream session per "
-        "principal, and upstream log messages and levels are not routed through those sessions"
-    ),
-)
-
 TOLD = [("warning", "warning: hi"), ("error", "error: hi")]
 """What the ``chat`` tool logs at warning and above (it logs debug, info, warning and error)."""
 
