@@ -6,10 +6,14 @@ Run: ``python bench/tracing.py [--calls N] [--rounds R] [--eras legacy modern]
 
 Two gateways with the bench config (bench policy, SQLite approvals, audit log, the bench
 upstream over stdio): **off** has no ``telemetry`` section, **on** exports every span to
-``bench/otlp_sink.py`` (a process of its own, like a collector). Over HTTP both are
-``lockgate serve``; over stdio the client spawns ``lockgate stdio``. Rounds are interleaved (off,
-on, off, on, ...) on one open session each; "added" is the median over rounds of on/off - 1 of
-the round's p50 (target: at most 10 %). "spans" is what the sink received, so a run that
+``bench/otlp_sink.py`` (a process of its own, like a collector), and **control** is a second
+gateway exactly like off: what it differs from off by is the noise of this run (an A/A pair).
+Over HTTP they are ``lockgate serve``; over stdio the client spawns ``lockgate stdio``. Rounds
+are interleaved (off, on, control, off, on, control, ...) on one open session each; "added" is
+the median over rounds of on/off - 1 of the round's p50 (target: at most 10 %), "noise" the
+same of control/off - 1 (tracing off, the gateway runs no tracing code but ``telemetry is
+None`` checks, so off is the gateway without tracing; this says how far apart two such
+gateways measure in this run). "spans" is what the sink received, so a run that
 exported nothing cannot pass for a cheap one. "gateway CPU/call" is the gateway process's user +
 system CPU per measured call (the export thread's included): steadier than wall time on a busy
 machine.
@@ -40,6 +44,8 @@ SINK = REPO / "bench" / "otlp_sink.py"
 TARGET = 0.10
 """Tracing on may add at most this share to the p50 of an echo call."""
 ECHO = {"text": "hello, gateway"}
+KINDS = ("off", "on", "control")
+"""The gateways, in the order each round measures them (control: a second off)."""
 TOOLS = 3
 
 
@@ -61,7 +67,7 @@ def _launch(config: Path, port: int) -> Launch:
 @contextlib.contextmanager
 def _targets(directory: Path, transport: str) -> Any:
     """The sink's URL and the ``off`` and ``on`` gateways as `Target`s (HTTP ones serving)."""
-    sink_port, ports = free_port(), {"off": free_port(), "on": free_port()}
+    sink_port, ports = free_port(), {name: free_port() for name in KINDS}
     sink = f"http://127.0.0.1:{sink_port}"
     configs = {
         name: _config(directory, f"{transport}-{name}", port, sink if name == "on" else None)
@@ -69,10 +75,10 @@ def _targets(directory: Path, transport: str) -> Any:
     }
     launches = [Launch([sys.executable, str(SINK), "--port", str(sink_port)], sink_port, "/count")]
     if transport == "http":
-        launches += [_launch(configs[name], ports[name]) for name in ("off", "on")]
+        launches += [_launch(configs[name], ports[name]) for name in KINDS]
     with serve(launches, directory / "processes.log") as served:
         if transport == "http":
-            gateways = {"off": served[1], "on": served[2]}
+            gateways = dict(zip(KINDS, served[1:], strict=True))
             yield (
                 sink,
                 {
@@ -114,7 +120,7 @@ async def _clients(
 
 async def measure(transport: str, era: str, calls: int, rounds: int) -> dict[str, Any]:
     """One row: per-round p50 (µs) off and on, the median added share, spans exported."""
-    p50: dict[str, list[float]] = {"off": [], "on": []}
+    p50: dict[str, list[float]] = {name: [] for name in KINDS}
     with (
         TemporaryDirectory(prefix="lockgate-bench-tracing-") as tmp,
         _targets(Path(tmp), transport) as (sink, targets),
@@ -125,37 +131,43 @@ async def measure(transport: str, era: str, calls: int, rounds: int) -> dict[str
             for client, _ in clients.values():
                 await call_latencies(client, tool, ECHO, max(20, calls // 10))  # warm-up
             for _ in range(rounds):
-                for name in ("off", "on"):
+                for name in KINDS:
                     probes[name].start()
                     samples = await call_latencies(clients[name][0], tool, ECHO, calls)
                     probes[name].stop(calls)
                     p50[name].append(quantiles(samples)["p50"])
         await anyio.sleep(2)  # two export intervals: what the gateway queued reaches the sink
         spans = _spans(sink)
-    added = statistics.median(on / off - 1 for off, on in zip(p50["off"], p50["on"], strict=True))
     return {
         "transport": transport,
         "era": era,
         "off_us": statistics.median(p50["off"]),
         "on_us": statistics.median(p50["on"]),
-        "added": added,
+        "added": _median_share(p50["on"], p50["off"]),
+        "noise": _median_share(p50["control"], p50["off"]),
         "spans": spans,
         "cpu": {name: probe.per_call_us().get("server", 0.0) for name, probe in probes.items()},
     }
 
 
+def _median_share(measured: list[float], base: list[float]) -> float:
+    """The median over rounds of measured/base - 1."""
+    return statistics.median(m / b - 1 for m, b in zip(measured, base, strict=True))
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as Markdown."""
     lines = [
-        "| transport | era | off p50 (µs) | on p50 (µs) | added | gateway CPU/call off, on (µs) "
-        "| spans exported | target |",
-        "|---|---|---|---|---|---|---|---|",
+        "| transport | era | off p50 (µs) | on p50 (µs) | added | noise (control) "
+        "| gateway CPU/call off, on (µs) | spans exported | target |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         mark = "✅" if row["added"] <= TARGET and row["spans"] > 0 else "❌"
         lines.append(
             f"| {row['transport']} | {row['era']} | {row['off_us']:.0f} | {row['on_us']:.0f} "
-            f"| {row['added']:+.1%} | {row['cpu']['off']:.0f}, {row['cpu']['on']:.0f} "
+            f"| {row['added']:+.1%} | {row['noise']:+.1%} "
+            f"| {row['cpu']['off']:.0f}, {row['cpu']['on']:.0f} "
             f"| {row['spans']} | <= {TARGET:.0%} {mark} |"
         )
     return "\n".join(lines)

@@ -1,5 +1,6 @@
-"""The tracing benchmark runs end to end in a tiny configuration: both gateways answer, the one
-with tracing on exports its spans to the local collector, and the table says so."""
+"""The tracing benchmark runs end to end in a tiny configuration: the three gateways answer (off,
+on, and the control beside off), the one with tracing on exports its spans to the local
+collector, and the table says so."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def test_the_tracing_bench_measures_both_gateways_and_counts_the_exported_spans(
     )
     assert done.returncode == 0, done.stderr
     row = re.search(
-        r"^\| http \| legacy \| (\d+) \| (\d+) \| [+-][\d.]+% \| (\d+), (\d+) \| (\d+) \|",
+        r"^\| http \| legacy \| (\d+) \| (\d+) \| [+-][\d.]+% \| [+-][\d.]+% "
+        r"\| (\d+), (\d+) \| (\d+) \|",
         done.stdout,
         re.M,
     )
