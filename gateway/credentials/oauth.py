@@ -17,6 +17,7 @@ import httpx2
 
 from gateway.config.credentials import CredentialsConfig
 from gateway.credentials.errors import NeedsReconnect
+from gateway.credentials.flow_store import FlowStore
 from gateway.credentials.locks import RefreshLocks
 from gateway.credentials.oauth_auth import GrantAuth
 from gateway.credentials.oauth_connect import Connects, Finished
@@ -46,6 +47,7 @@ class OAuthProvider:
         vault: Where grants are sealed.
         locks: One refresh per grant at a time.
         redirect_uri: The gateway's ``/oauth/callback`` URL.
+        flows: Where started connects are kept.
     """
 
     mode = "oauth"
@@ -59,10 +61,11 @@ class OAuthProvider:
         *,
         locks: RefreshLocks,
         redirect_uri: str,
+        flows: FlowStore,
     ) -> None:
         self.server = server
         self.grants = Grants(server, vault, locks)
-        self.connects = Connects(server, url, settings, self.grants, redirect_uri)
+        self.connects = Connects(server, url, settings, self.grants, redirect_uri, flows=flows)
         self._tokens: dict[str, str] = {}
         self._failures: dict[str, Failure] = {}
         vault.listeners.append(self._changed)

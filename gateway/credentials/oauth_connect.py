@@ -3,19 +3,19 @@
 The MCP SDK's `OAuthClientProvider` runs the redirect and the callback inside one coroutine (a
 desktop client opens the browser and listens on a loopback port). The gateway's user comes back
 later, to ``/oauth/callback``, possibly long after the call that needed the connection ended;
-so `start` discovers, registers, keeps the PKCE verifier and the state here (single use, bound to
+so `start` discovers, registers, keeps the PKCE verifier and the state (single use, bound to
 the server and principal, expiring after ``credentials.connect_timeout`` seconds) and gives the
 authorization URL; `finish` takes the state back, exchanges the code and seals the grant in the
 vault, whose ``credential.connected`` event and listeners tell the rest of the gateway.
 
-The pending states live in this process: the browser must come back to the replica that started
-the flow (the callback of another answers that the state is unknown, and the user starts again).
+The started flows are sealed in the storage backend (`ConnectFlows`): with PostgreSQL the
+browser may come back to any replica, which finishes the flow with the client the starting
+replica registered.
 """
 
 from __future__ import annotations
 
 import secrets
-import time
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,6 +27,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from gateway.config.credentials import CredentialsConfig
 from gateway.credentials.errors import ConnectError
+from gateway.credentials.flow_store import FlowStore
 from gateway.credentials.oauth_client import (
     TokenRefused,
     authorization_url,
@@ -34,6 +35,7 @@ from gateway.credentials.oauth_client import (
     register,
 )
 from gateway.credentials.oauth_discovery import Discovered, discover
+from gateway.credentials.oauth_flows import ConnectFlows, Flow
 from gateway.credentials.oauth_grant import Grant
 from gateway.credentials.oauth_tokens import Grants, http_client
 from gateway.vault import Connection
@@ -42,18 +44,6 @@ __all__ = ["CALLBACK_PATH", "Connects", "Finished"]
 
 CALLBACK_PATH: Final = "/oauth/callback"
 """Where the authorization server sends the user's browser back (on the gateway's URL)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    principal: str
-    found: Discovered
-    client: OAuthClientInformationFull
-    verifier: str
-    scope: str | None
-    expires: float
-    call_ref: str | None
-    return_to: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,25 +64,28 @@ class Connects:
         settings: Its ``credentials``.
         grants: Its grants in the vault.
         redirect_uri: The gateway's ``/oauth/callback`` URL.
+        flows: Where started flows are kept (sealed with the vault's keys).
     """
 
     def __init__(
-        self, server: str, url: str, settings: CredentialsConfig, grants: Grants, redirect_uri: str
+        self,
+        server: str,
+        url: str,
+        settings: CredentialsConfig,
+        grants: Grants,
+        redirect_uri: str,
+        *,
+        flows: FlowStore,
     ) -> None:
         self.server, self.url, self.settings = server, url, settings
         self.grants, self.redirect_uri = grants, redirect_uri
-        self._pending: dict[str, _Pending] = {}
+        ttl = settings.connect_timeout
+        self.flows = ConnectFlows(server, flows, grants.vault.keyring, ttl=ttl)
         self._client: tuple[str, OAuthClientInformationFull] | None = None
 
-    def owns(self, state: str) -> bool:
-        """``state`` was started here and is still open."""
-        self._sweep()
-        return state in self._pending
-
-    def _sweep(self) -> None:
-        now = time.time()
-        for state in [s for s, p in self._pending.items() if p.expires <= now]:
-            del self._pending[state]
+    async def owns(self, state: str) -> bool:
+        """``state`` was started for this server, on any replica, and not finished yet."""
+        return await self.flows.owns(state)
 
     async def _scope(self, principal: str, found: Discovered) -> str | None:
         """The scope asked: configured, else as the spec picks it; with the scope of an
@@ -139,12 +132,9 @@ class Connects:
             raise ConnectError(self.server, f"unreachable ({type(exc).__name__})") from None
         except OAuthFlowError as exc:
             raise ConnectError(self.server, str(exc)) from None
-        self._sweep()
         state, pkce = secrets.token_urlsafe(32), PKCEParameters.generate()
-        expires = time.time() + self.settings.connect_timeout
-        self._pending[state] = _Pending(
-            principal, found, client, pkce.code_verifier, scope, expires, call_ref, return_to
-        )
+        flow = Flow(principal, found, client, pkce.code_verifier, scope, call_ref, return_to)
+        await self.flows.keep(state, flow)
         return authorization_url(
             found, client, redirect_uri=self.redirect_uri, scope=scope, state=state, pkce=pkce
         )
@@ -158,10 +148,7 @@ class Connects:
             ConnectError: the state is unknown or expired, the user or server refused, the
                 issuer does not match, or the code was refused.
         """
-        self._sweep()
-        pending = self._pending.pop(state, None)
-        if pending is None:
-            raise ConnectError(self.server, "this connect link is unknown, used or expired")
+        pending = await self.flows.take(state)
         if error is not None or not code:
             raise ConnectError(self.server, f"the authorization server answered {error!r}")
         try:
@@ -184,7 +171,7 @@ class Connects:
         )
         return Finished(connection, pending.call_ref, pending.return_to)
 
-    async def _keep(self, pending: _Pending, token: OAuthToken) -> Connection:
+    async def _keep(self, pending: Flow, token: OAuthToken) -> Connection:
         server = pending.found.server
         revocation = server.revocation_endpoint
         grant = Grant.issued(

@@ -59,7 +59,11 @@ class _Callback:
     async def handle(self, request: Request) -> Response:
         query = request.query_params
         state = query.get("state") or ""
-        owner = next((p for p in self.providers if p.connects.owns(state)), None)
+        owner = None
+        for provider in self.providers:  # started on any replica (the store is shared)
+            if await provider.connects.owns(state):
+                owner = provider
+                break
         if owner is None:
             return _page("Not connected", UNKNOWN, 400)
         try:

@@ -81,7 +81,14 @@ _V4: Final = (
         created_at double precision NOT NULL, updated_at double precision NOT NULL,
         key_id text NOT NULL, sealed bytea NOT NULL, PRIMARY KEY (server, principal))""",
 )
-MIGRATIONS: Final = ((*_V1, *EVENT_TABLES), _V2, _V3, _V4)
+# Started ``oauth`` connects (`gateway.postgres.oauth_flows`), sealed; by the hash of their state.
+_V5: Final = (
+    """CREATE TABLE oauth_flows (
+        key text PRIMARY KEY, server text NOT NULL, principal text NOT NULL,
+        expires_at double precision NOT NULL, key_id text NOT NULL, sealed bytea NOT NULL)""",
+    "CREATE INDEX oauth_flows_by_expiry ON oauth_flows (expires_at)",
+)
+MIGRATIONS: Final = ((*_V1, *EVENT_TABLES), _V2, _V3, _V4, _V5)
 """Migration ``n`` (from 0) takes the schema from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

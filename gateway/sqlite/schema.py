@@ -70,7 +70,14 @@ _V6: Final = (
         created_at REAL NOT NULL, updated_at REAL NOT NULL,
         key_id TEXT NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY (server, principal))""",
 )
-MIGRATIONS: Final = (_V1, _V2, _V3, _V4, _V5, _V6)
+# Started ``oauth`` connects (`gateway.sqlite.oauth_flows`), sealed; by the hash of their state.
+_V7: Final = (
+    """CREATE TABLE oauth_flows (
+        key TEXT PRIMARY KEY, server TEXT NOT NULL, principal TEXT NOT NULL,
+        expires_at REAL NOT NULL, key_id TEXT NOT NULL, sealed BLOB NOT NULL)""",
+    "CREATE INDEX oauth_flows_by_expiry ON oauth_flows (expires_at)",
+)
+MIGRATIONS: Final = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 """Migration ``n`` (from 0) takes the file from version ``n`` to ``n + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig
 from gateway.credentials import CredentialProvider, Credentials
+from gateway.credentials.flow_store import FlowStore
 from gateway.credentials.guard import OAuthGuard
 from gateway.credentials.locks import LocalLocks, PostgresLocks, RefreshLocks
 from gateway.credentials.oauth import OAuthProvider
@@ -28,6 +30,7 @@ from gateway.credentials.token_exchange import TokenExchangeProvider
 from gateway.credentials.token_exchange_guard import TokenExchangeGuard
 from gateway.vault import Vault
 from gateway.wiring.upstreams import build_upstream
+from gateway.wiring.vault import flow_store
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.upstream.per_principal import ConnectGate, PerPrincipalToolset
 from toolsets.upstream.server import MCPServerToolset
@@ -35,7 +38,16 @@ from toolsets.upstream.server import MCPServerToolset
 if TYPE_CHECKING:
     from gateway.postgres.backend import PostgresBackend
 
-__all__ = ["PROVIDERS", "ServerSecrets", "build_credentials", "build_pool"]
+__all__ = ["PROVIDERS", "Coordination", "ServerSecrets", "build_credentials", "build_pool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Coordination:
+    """What the providers of one gateway share (with the other replicas, on PostgreSQL): one
+    refresh of a grant at a time, and where started ``oauth`` connects are kept."""
+
+    locks: RefreshLocks
+    flows: FlowStore
 
 
 class ServerSecrets:
@@ -64,13 +76,13 @@ def redirect_uri(config: GatewayConfig) -> str:
 
 
 def _secret(
-    config: GatewayConfig, server: ServerConfig, vault: Vault, locks: RefreshLocks
+    config: GatewayConfig, server: ServerConfig, vault: Vault, along: Coordination
 ) -> ServerSecrets:
     return ServerSecrets(vault, server.name)
 
 
 def _oauth(
-    config: GatewayConfig, server: ServerConfig, vault: Vault, locks: RefreshLocks
+    config: GatewayConfig, server: ServerConfig, vault: Vault, along: Coordination
 ) -> OAuthProvider:
     assert server.url is not None  # an oauth server is http or sse (checked at load)
     return OAuthProvider(
@@ -78,16 +90,17 @@ def _oauth(
         server.url,
         server.credentials,
         vault,
-        locks=locks,
+        locks=along.locks,
         redirect_uri=redirect_uri(config),
+        flows=along.flows,
     )
 
 
-ProviderFactory = Callable[[GatewayConfig, ServerConfig, Vault, RefreshLocks], CredentialProvider]
+ProviderFactory = Callable[[GatewayConfig, ServerConfig, Vault, Coordination], CredentialProvider]
 
 
 def _token_exchange(
-    config: GatewayConfig, server: ServerConfig, vault: Vault, locks: RefreshLocks
+    config: GatewayConfig, server: ServerConfig, vault: Vault, along: Coordination
 ) -> TokenExchangeProvider:
     exchange = server.credentials.exchange
     assert exchange is not None  # checked at load, as the url of an http server
@@ -102,18 +115,19 @@ PROVIDERS: Final[dict[str, ProviderFactory]] = {
     "token_exchange": _token_exchange,
 }
 """The credential provider of each non-shared ``credentials.mode``, given the config, the
-server, the vault and the refresh locks."""
+server, the vault and what they share (`Coordination`)."""
 
 
 def build_credentials(
     config: GatewayConfig, vault: Vault, shared: PostgresBackend | None = None
 ) -> Credentials:
-    """The provider of every enabled per-principal server (refresh locks in PostgreSQL when the
-    vault is there)."""
+    """The provider of every enabled per-principal server (refresh locks and started connects
+    in PostgreSQL when the vault is there)."""
     locks: RefreshLocks = LocalLocks() if shared is None else PostgresLocks(shared.database)
+    along = Coordination(locks, flow_store(config, shared))
     return Credentials(
         {
-            s.name: PROVIDERS[s.credentials.mode](config, s, vault, locks)
+            s.name: PROVIDERS[s.credentials.mode](config, s, vault, along)
             for s in config.enabled_servers()
             if s.credentials.per_principal
         }
@@ -135,7 +149,8 @@ def build_pool(
     made when not given); an ``oauth`` pool is behind an `OAuthGuard`."""
     settings = server.credentials
     found = None if credentials is None else credentials.providers.get(server.name)
-    provider = found or PROVIDERS[settings.mode](config, server, vault, LocalLocks())
+    along = Coordination(LocalLocks(), flow_store(config, None))
+    provider = found or PROVIDERS[settings.mode](config, server, vault, along)
     oauth = provider if isinstance(provider, OAuthProvider | TokenExchangeProvider) else None
 
     def connection(principal: str, secret: str, relisted: ToolsChangedHandler) -> MCPServerToolset:

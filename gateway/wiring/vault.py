@@ -1,12 +1,16 @@
 """The vault chosen by the config: its store beside the others (memory, the SQLite file, or
-PostgreSQL) and its keyring from ``vault.key`` and ``vault.previous_keys``."""
+PostgreSQL) and its keyring from ``vault.key`` and ``vault.previous_keys``; the started
+``oauth`` connects, sealed with that keyring, beside its records."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from gateway.config.model import GatewayConfig
+from gateway.credentials.flow_store import FlowStore
+from gateway.memory.oauth_flows import MemoryFlowStore
 from gateway.memory.vault import MemoryVaultStore
+from gateway.sqlite.oauth_flows import SQLiteFlowStore
 from gateway.sqlite.vault import SQLiteVaultStore
 from gateway.vault import Keyring, Vault, VaultError, VaultStore, read_key
 from gateway.vault.vault import Record
@@ -15,7 +19,7 @@ from toolsets.errors import ConfigError, ConfigIssue
 if TYPE_CHECKING:
     from gateway.postgres.backend import PostgresBackend
 
-__all__ = ["build_vault", "vault_store"]
+__all__ = ["build_vault", "flow_store", "vault_store"]
 
 
 def vault_store(config: GatewayConfig, shared: PostgresBackend | None) -> VaultStore:
@@ -27,6 +31,18 @@ def vault_store(config: GatewayConfig, shared: PostgresBackend | None) -> VaultS
     if config.approvals.store == "memory":
         return MemoryVaultStore()
     return SQLiteVaultStore(config.resolve(config.approvals.path))
+
+
+def flow_store(config: GatewayConfig, shared: PostgresBackend | None) -> FlowStore:
+    """Where started ``oauth`` connects live: beside the vault's records (shared by the
+    replicas on PostgreSQL)."""
+    if shared is not None:
+        from gateway.postgres.oauth_flows import PostgresFlowStore
+
+        return PostgresFlowStore(shared.database)
+    if config.approvals.store == "memory":
+        return MemoryFlowStore()
+    return SQLiteFlowStore(config.resolve(config.approvals.path))
 
 
 def _key(ref: str, key: str) -> bytes:

@@ -69,13 +69,13 @@ async def test_a_version_1_pending_file_gains_the_pins_table_and_keeps_its_calls
     assert await pending.list() == []
     await pending.close()
     version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
-    assert version == SCHEMA_VERSION == 6
+    assert version == SCHEMA_VERSION == 7
     assert await SQLitePinStore(path).load() == [RECORD]
 
 
 async def test_a_newer_file_is_refused_naming_the_setting(tmp_path: Path) -> None:
     path = tmp_path / "pending.db"
-    sqlite3.connect(path).execute("PRAGMA user_version = 7").close()
+    sqlite3.connect(path).execute("PRAGMA user_version = 8").close()
     with pytest.raises(PendingStoreError, match=r"approvals\.path"):
         await SQLitePinStore(path).load()
 
