@@ -18,7 +18,13 @@ import anyio
 if TYPE_CHECKING:
     from gateway.postgres.database import Database
 
-__all__ = ["LocalLocks", "PostgresLocks", "RefreshLocks"]
+__all__ = ["LocalLocks", "PostgresLocks", "RefreshLocks", "lock_name"]
+
+
+def lock_name(key: str) -> str:
+    """The name whose ``hashtext`` is ``key``'s advisory lock: in hex, as a key holds NUL
+    (``server\0principal``), which PostgreSQL text refuses."""
+    return f"oauth:{key.encode().hex()}"
 
 
 class RefreshLocks(Protocol):
@@ -60,5 +66,6 @@ class PostgresLocks:
         async with self.local.hold(key):
             pool = await self.database.pool()
             async with pool.acquire() as conn, conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"oauth:{key}")
+                name = lock_name(key)
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", name)
                 yield
