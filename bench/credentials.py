@@ -2,31 +2,38 @@
 connection, and what 50 of them cost.
 
 Run: ``python bench/credentials.py`` (prints Markdown; ``--rounds``, ``--calls``,
-``--principals`` narrow it). One bench upstream (``bench/upstream.py``) serves streamable HTTP on
-127.0.0.1; an in-process gateway reaches it twice, as two servers of one config:
+``--principals`` narrow it). One protected upstream (``bench/protected_upstream.py``: ``echo``
+behind bearer JWT validation with the MCP SDK's resource-server support) serves streamable HTTP on
+127.0.0.1; an in-process gateway (SQLite approvals, as by default) reaches it three times, as
+three servers of one config, each paying the same token validation upstream:
 
 - ``shared``: one connection for every caller, with a configured ``Authorization`` header;
-- ``secret``: ``credentials.mode: secret``, each principal's own header from the vault, over one
-  connection per principal.
+- ``secret``: ``credentials.mode: secret``, each principal's own token from the vault, over one
+  connection per principal;
+- ``oauth``: ``credentials.mode: oauth``, each principal's grant in the vault, sealed as the
+  connect flow's ``finish`` seals it (`Grant.issued`, `Vault.set` with ``mode="oauth"``), its
+  access token added per request by `GrantAuth`, behind the `OAuthGuard` and the connect gate.
+  The bench signs the tokens (`SigningKey`) and they live a day: nothing is refreshed, so no
+  authorization server runs.
 
 Rows:
 
 - **one caller, sequential**: ``echo`` through the whole call chain (``Gateway.call_tool``),
-  rounds interleaved (shared, secret, shared, ...); the ratio is the median of the per-round
-  secret/shared ratios of the median latency (target: at most 1.10).
-- **N principals**: each opens its own connection (one call); memory per connection is the
+  rounds interleaved (shared, secret, oauth, shared, ...); each ratio is the median of the
+  per-round own/shared ratios of the median latency (target: at most 1.10).
+- **connect gate**: what the gate's look-up for a held record (`ConnectGate.reissued`) costs one
+  call of an already-connected caller.
+- **N principals**: each opens its own connections (one call each); memory per connection is the
   gateway process's RSS growth divided by N (and the upstream's, which keeps a session per
   connection); calls/s with every principal calling at once, against the shared server at the
   same concurrency.
-
-``oauth`` mode is not measured here: its connections carry an ``httpx.Auth`` adding the access
-token from the vault, the same pooled path as ``secret`` once connected.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import os
 import statistics
 import subprocess
@@ -34,39 +41,85 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import yaml
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.procs import free_port, upstream_command, wait_http
+from bench.procs import free_port, wait_http
+from bench.protected_upstream import ISSUER, SigningKey
+from bench.protected_upstream import KEY_VAR as JWT_KEY_VAR
+from gateway.credentials.oauth_grant import Grant
 from gateway.gateway import Gateway
+from gateway.vault import Vault
 from toolsets import CallContext, Principal
 from toolsets.errors import LockgateError
 
 KEY_VAR = "LOCKGATE_BENCH_VAULT_KEY"
 ARGS = {"text": "hello"}
+MODES = ("shared", "secret", "oauth")
+OWN = ("secret", "oauth")
+CLIENT = "lockgate-bench"
+TOKEN_LIFETIME = 86400.0
+"""Seconds the bench's access tokens live: far beyond a run, so none is refreshed."""
+PROTECTED = Path(__file__).resolve().parent / "protected_upstream.py"
 
 
-def _config(directory: Path, url: str) -> Path:
-    headers = {"Authorization": "Bearer shared-token"}
+@dataclass(frozen=True)
+class Upstream:
+    """The running protected upstream: its MCP URL, its process, the key it trusts."""
+
+    url: str
+    pid: int
+    key: SigningKey
+
+
+def _config(directory: Path, url: str, shared_token: str) -> Path:
+    headers = {"Authorization": f"Bearer {shared_token}"}
     shared = {"name": "shared", "transport": "http", "url": url, "headers": headers}
     credentials = {"mode": "secret", "header": "Authorization", "value": "Bearer {secret}"}
     own = {"name": "secret", "transport": "http", "url": url, "credentials": credentials}
+    oauth = {"mode": "oauth", "client": {"id": CLIENT}}
+    granted = {"name": "oauth", "transport": "http", "url": url, "credentials": oauth}
     body = {
         "version": 1,
-        "servers": [shared, own],
+        "servers": [shared, own, granted],
         "policies": {"default_effect": "allow"},
-        "approvals": {"store": "memory"},
+        "approvals": {"store": "sqlite", "path": str(directory / "pending.db")},
         "events": {"audit": {"enabled": False}},
         "vault": {"key": f"env:{KEY_VAR}"},
     }
     path = directory / "gateway.yaml"
     path.write_text(yaml.safe_dump(body), encoding="utf-8")
     return path
+
+
+async def _connect(vault: Vault, mode: str, name: str, key: SigningKey, url: str) -> None:
+    """Give ``name`` its own ``mode`` connection: a token as its ``secret``, or an ``oauth``
+    grant sealed as `gateway.credentials.oauth_connect.Connects.finish` seals one."""
+    access = key.mint(name, url, lifetime=TOKEN_LIFETIME)
+    if mode == "secret":
+        await vault.set("secret", name, access)
+        return
+    token = OAuthToken(
+        access_token=access,
+        expires_in=int(TOKEN_LIFETIME),
+        scope="echo",
+        refresh_token=f"refresh-of-{name}",  # never used: no refresh within a run
+    )
+    grant = Grant.issued(
+        token,
+        client=OAuthClientInformationFull(client_id=CLIENT),
+        issuer=ISSUER,
+        token_endpoint=f"{ISSUER}/token",
+        resource=url,
+    )
+    await vault.set("oauth", name, grant.dump(), mode="oauth", details=grant.public())
 
 
 def _rss_kib(pid: int | str = "self") -> int:
@@ -93,20 +146,33 @@ async def _latency_us(gateway: Gateway, tool: str, ctx: CallContext, calls: int)
 
 async def _sequential(gateway: Gateway, rounds: int, calls: int) -> dict[str, float]:
     ctx = _ctx("agent:p0")
-    for tool in ("shared__echo", "secret__echo"):  # warm both connections
-        await _latency_us(gateway, tool, ctx, 20)
-    shared, own, ratios = [], [], []
+    for mode in MODES:  # warm every connection
+        await _latency_us(gateway, f"{mode}__echo", ctx, 20)
+    medians: dict[str, list[float]] = {mode: [] for mode in MODES}
+    ratios: dict[str, list[float]] = {mode: [] for mode in OWN}
     for _ in range(rounds):
-        a = await _latency_us(gateway, "shared__echo", ctx, calls)
-        b = await _latency_us(gateway, "secret__echo", ctx, calls)
-        shared.append(a)
-        own.append(b)
-        ratios.append(b / a)
-    return {
-        "shared_us": statistics.median(shared),
-        "secret_us": statistics.median(own),
-        "ratio": statistics.median(ratios),
-    }
+        for mode in MODES:
+            medians[mode].append(await _latency_us(gateway, f"{mode}__echo", ctx, calls))
+        for mode in OWN:
+            ratios[mode].append(medians[mode][-1] / medians["shared"][-1])
+    found = {f"{mode}_us": statistics.median(medians[mode]) for mode in MODES}
+    return found | {f"{mode}_ratio": statistics.median(ratios[mode]) for mode in OWN}
+
+
+async def _gate_us(gateway: Gateway, calls: int) -> float:
+    """Median microseconds of the connect gate's look-up for a held record (`reissued`) of an
+    already-connected caller with none, as each of their calls makes it."""
+    pool, ctx = _pool(gateway, "secret"), _ctx("agent:p0")
+    gate = pool.connect
+    assert gate is not None, "the secret server has no connect gate"
+    tool = next(iter((await pool.get_tools(ctx)).values()))
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        held = await gate.reissued("secret", tool, ARGS, ctx)
+        samples.append((time.perf_counter() - started) * 1e6)
+        assert held is None, held
+    return statistics.median(samples)
 
 
 async def _concurrently(run: Callable[[str], Awaitable[Any]], names: list[str]) -> float:
@@ -122,86 +188,121 @@ async def _concurrently(run: Callable[[str], Awaitable[Any]], names: list[str]) 
     return time.perf_counter() - started
 
 
-async def _many(gateway: Gateway, upstream: int, principals: int, calls: int) -> dict[str, float]:
-    names = [f"agent:p{i}" for i in range(1, principals + 1)]
+async def _opened(
+    gateway: Gateway, mode: str, names: list[str], upstream: Upstream
+) -> dict[str, float]:
+    """Every one of ``names`` connects ``mode`` (which opens their connection) and calls once:
+    how many connections are open, and what they grew the two processes by."""
     vault = gateway.parts.vault
     assert vault is not None
-    rss, up_rss = _rss_kib(), _rss_kib(upstream)
+    rss, up_rss = _rss_kib(), _rss_kib(upstream.pid)
     for name in names:
-        await vault.set("secret", name, f"secret-of-{name}")
-    for name in names:  # setting a secret opened its connection; a call makes sure
-        await gateway.call_tool("secret__echo", ARGS, _ctx(name))
-    opened = sum(1 for n in names if n in _pool(gateway).entries)
-    grown, up_grown = _rss_kib() - rss, _rss_kib(upstream) - up_rss
-
-    failed = {"shared__echo": 0, "secret__echo": 0}
-
-    async def burst(tool: str, name: str) -> None:
-        for _ in range(calls):
-            try:
-                result = await gateway.call_tool(tool, ARGS, _ctx(name))
-            except LockgateError:  # counted: a connection lost under load, say
-                failed[tool] += 1
-                continue
-            failed[tool] += result.is_error
-
-    total = principals * calls
-    shared = await _concurrently(lambda n: burst("shared__echo", n), names)
-    own = await _concurrently(lambda n: burst("secret__echo", n), names)
+        await _connect(vault, mode, name, upstream.key, upstream.url)
+    for name in names:  # connecting opened the connection; a call makes sure
+        result = await gateway.call_tool(f"{mode}__echo", ARGS, _ctx(name))
+        assert not result.is_error, result.first_text()
+    n = len(names)
     return {
-        "shared_failed": failed["shared__echo"],
-        "secret_failed": failed["secret__echo"],
-        "opened": opened,
-        "gateway_kib_per_connection": grown / principals,
-        "upstream_kib_per_connection": up_grown / principals,
-        "shared_calls_per_s": total / shared,
-        "secret_calls_per_s": total / own,
+        f"{mode}_opened": sum(1 for name in names if name in _pool(gateway, mode).entries),
+        f"{mode}_gateway_kib": (_rss_kib() - rss) / n,
+        f"{mode}_upstream_kib": (_rss_kib(upstream.pid) - up_rss) / n,
     }
 
 
-def _pool(gateway: Gateway) -> Any:
+async def _many(
+    gateway: Gateway, upstream: Upstream, principals: int, calls: int
+) -> dict[str, float]:
+    names = [f"agent:p{i}" for i in range(1, principals + 1)]
+    found: dict[str, float] = {}
+    for mode in OWN:
+        found |= await _opened(gateway, mode, names, upstream)
+    failed = dict.fromkeys(MODES, 0)
+
+    async def burst(mode: str, name: str) -> None:
+        for _ in range(calls):
+            try:
+                result = await gateway.call_tool(f"{mode}__echo", ARGS, _ctx(name))
+            except LockgateError:  # counted: a connection lost under load, say
+                failed[mode] += 1
+                continue
+            failed[mode] += result.is_error
+
+    for mode in MODES:
+        seconds = await _concurrently(functools.partial(burst, mode), names)
+        found[f"{mode}_calls_per_s"] = principals * calls / seconds
+        found[f"{mode}_failed"] = failed[mode]
+    return found
+
+
+def _pool(gateway: Gateway, name: str) -> Any:
+    """The per-principal pool of server ``name``."""
     from toolsets.upstream.per_principal import PerPrincipalToolset
 
     stack: list[Any] = [gateway.parts.combined]
     while stack:
         toolset = stack.pop()
-        if isinstance(toolset, PerPrincipalToolset):
+        if isinstance(toolset, PerPrincipalToolset) and toolset.name == name:
             return toolset
         stack.extend(getattr(toolset, "toolsets", ()))
         stack.extend(filter(None, [getattr(toolset, "wrapped", None)]))
-    raise LookupError("no per-principal server in the gateway")
+    raise LookupError(f"no per-principal server {name!r} in the gateway")
 
 
-async def run(url: str, upstream: int, rounds: int, calls: int, principals: int) -> str:
-    """Both rows against the bench upstream at ``url`` (process ``upstream``)."""
+async def run(upstream: Upstream, rounds: int, calls: int, principals: int) -> str:
+    """Every row against the protected ``upstream``."""
     os.environ[KEY_VAR] = base64.b64encode(os.urandom(32)).decode()
+    url, key = upstream.url, upstream.key
+    shared_token = key.mint("shared", url, lifetime=TOKEN_LIFETIME)
     with tempfile.TemporaryDirectory() as directory:
-        async with Gateway.from_config(_config(Path(directory), url)) as gateway:
+        async with Gateway.from_config(_config(Path(directory), url, shared_token)) as gateway:
             vault = gateway.parts.vault
             assert vault is not None
-            await vault.set("secret", "agent:p0", "secret-of-p0")
+            for mode in OWN:
+                await _connect(vault, mode, "agent:p0", key, url)
             one = await _sequential(gateway, rounds, calls)
+            one["gate_us"] = await _gate_us(gateway, calls)
             many = await _many(gateway, upstream, principals, max(calls // 5, 10))
     return _table(one, many, principals, os.getloadavg())
 
 
+def _verdict(ratio: float) -> str:
+    return f"{ratio:.3f} ({'met' if ratio <= 1.10 else 'not met'})"
+
+
 def _table(one: dict[str, float], many: dict[str, float], n: int, load: Any) -> str:
-    verdict = "met" if one["ratio"] <= 1.10 else "not met"
+    def row(measure: str, cells: list[str], note: str) -> str:
+        return f"| {measure} | {' | '.join(cells)} | {note} |"
+
+    kib = [f"{many[f'{m}_gateway_kib']:.0f} KiB" for m in OWN]
+    up_kib = [f"{many[f'{m}_upstream_kib']:.0f} KiB" for m in OWN]
+    rates = [f"{many[f'{m}_calls_per_s']:.0f}" for m in MODES]
+    failed = ", ".join(f"{m} {many[f'{m}_failed']:.0f}" for m in MODES)
+    opened = ", ".join(f"{m} {many[f'{m}_opened']:.0f}" for m in OWN)
+    share = one["gate_us"] / one["secret_us"]
     return "\n".join(
         [
             f"Load average at the end: {load[0]:.1f} (2 cores).",
             "",
-            "| measure | shared header | own connection (secret) | ratio / note |",
-            "|---|---|---|---|",
-            f"| one caller, sequential, median µs | {one['shared_us']:.0f} | "
-            f"{one['secret_us']:.0f} | {one['ratio']:.3f} (target ≤ 1.10: {verdict}) |",
-            f"| {n} principals, calls/s (all at once) | {many['shared_calls_per_s']:.0f} | "
-            f"{many['secret_calls_per_s']:.0f} | {int(many['opened'])} connections open; "
-            f"failed calls {many['shared_failed']:.0f} shared, {many['secret_failed']:.0f} own |",
-            f"| memory per connection, gateway RSS | - | "
-            f"{many['gateway_kib_per_connection']:.0f} KiB | RSS growth / {n} |",
-            f"| memory per connection, upstream RSS | - | "
-            f"{many['upstream_kib_per_connection']:.0f} KiB | its session per connection |",
+            "| measure | shared header | own (secret) | own (oauth) | ratio / note |",
+            "|---|---|---|---|---|",
+            row(
+                "one caller, sequential, median µs",
+                [f"{one[f'{m}_us']:.0f}" for m in MODES],
+                f"own/shared (target ≤ 1.10): secret {_verdict(one['secret_ratio'])}, "
+                f"oauth {_verdict(one['oauth_ratio'])}",
+            ),
+            row(
+                "connect gate look-up per call, median µs",
+                ["-", f"{one['gate_us']:.0f}", "same"],
+                f"{share:.1%} of a secret call",
+            ),
+            row(
+                f"{n} principals, calls/s (all at once)",
+                rates,
+                f"connections open: {opened}; failed calls: {failed}",
+            ),
+            row("memory per connection, gateway RSS", ["-", *kib], f"RSS growth / {n}"),
+            row("memory per connection, upstream RSS", ["-", *up_kib], "its session each"),
         ]
     )
 
@@ -212,12 +313,15 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--principals", type=int, default=50)
     args = parser.parse_args()
-    port = free_port()
-    upstream = subprocess.Popen(upstream_command(3, port), stderr=subprocess.DEVNULL)
+    port, key = free_port(), SigningKey()
+    command = [sys.executable, str(PROTECTED), "--http", str(port)]
+    env = {**os.environ, JWT_KEY_VAR: key.public_pem}
+    upstream = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         wait_http(url, upstream)
-        print(anyio.run(run, url, upstream.pid, args.rounds, args.calls, args.principals))
+        served = Upstream(url, upstream.pid, key)
+        print(anyio.run(run, served, args.rounds, args.calls, args.principals))
     finally:
         upstream.terminate()
         upstream.wait(10)
