@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import anyio
 
@@ -15,6 +15,9 @@ class Waiters:
 
     def __init__(self) -> None:
         self._events: dict[str, set[anyio.Event]] = {}
+        self.observers: list[Callable[[str | None], None]] = []
+        """Told of every wake-up, waited on or not: the call's id, or None when changes may
+        have been missed (e.g. the connect gate's index of held records)."""
 
     @contextlib.contextmanager
     def watching(self, id: str) -> Iterator[anyio.Event]:
@@ -32,10 +35,17 @@ class Waiters:
 
     def wake(self, id: str) -> None:
         """``id`` changed (here or, as a notification says, elsewhere): its waiters read again."""
+        self._tell(id)
         for event in self._events.pop(id, set()):
             event.set()
 
     def wake_all(self) -> None:
         """Changes may have been missed: every waiter reads again."""
-        for id in list(self._events):
-            self.wake(id)
+        self._tell(None)
+        for events in [self._events.pop(id) for id in list(self._events)]:
+            for event in events:
+                event.set()
+
+    def _tell(self, id: str | None) -> None:
+        for observer in self.observers:
+            observer(id)

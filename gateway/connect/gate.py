@@ -12,6 +12,11 @@ approval, in a pending record of kind ``connect``, until they connect.
 
 The vault tells the gate when a connection is made (`connected`, one of its listeners): every
 record of that principal and server waiting for it becomes ``approved``.
+
+A connected caller's call looks for an ``approved`` record to claim only when its principal may
+have one: the gate keeps the set of principals with one, read from the store again after any
+write to it is told of (the store's own writes here, the PostgreSQL notifications of other
+replicas' writes, a reconnect of those), so a call of a caller with none reads nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
+
+import anyio
 
 from gateway.approvals.errors import PendingConflict, PendingNotFound
 from gateway.approvals.pending import PendingCall
@@ -43,6 +50,8 @@ log = logging.getLogger("lockgate.connect")
 Record = Callable[[Event], Awaitable[None]]
 Connected = Callable[[str, str], Awaitable[bool]]
 """``connected(server, principal)``: whether the principal has a credential for the server."""
+INDEX_LIMIT: Final = 10_000
+"""Approved connect records the gate indexes in memory; with more, every call looks."""
 
 
 class ConnectGate:
@@ -60,11 +69,20 @@ class ConnectGate:
         self._store: PendingStore | None = None
         self._record: Record | None = None
         self._connected: Connected | None = None
+        self._approved: set[str] | None = None  # None: unknown, every call looks
+        self._stale = True  # the store was written since `_approved` was read
+        self._reading = anyio.Lock()
 
     def bind(self, store: PendingStore, record: Record, connected: Connected) -> None:
         """Give the gate what is built after the pools: the pending store, the recorder, and
-        who is connected."""
+        who is connected; it hears of every write to the store."""
         self._store, self._record, self._connected = store, record, connected
+        store.waiters.observers.append(self._written)
+
+    def _written(self, id: str | None) -> None:
+        """The store's observer: a record changed (here or elsewhere), or changes may have been
+        missed: the principals with an ``approved`` record are read again before next use."""
+        self._stale = True
 
     @property
     def store(self) -> PendingStore:
@@ -91,9 +109,28 @@ class ConnectGate:
         self, server: str, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
     ) -> str | None:
         # The store, not this process, knows: the caller may have connected on another
-        # replica, or before a restart.
+        # replica, or before a restart. Its writes since it was last read say whether to look.
+        if not await self._may_hold(ctx.principal.id):
+            return None
         call = await self._find(tool, args, ctx)
         return await self._claim(call) if call is not None and call.state == "approved" else None
+
+    async def _may_hold(self, principal: str) -> bool:
+        """Whether ``principal`` may have an ``approved`` connect record to claim."""
+        if self._stale:
+            async with self._reading:
+                if self._stale:
+                    await self._read_approved()
+        return self._approved is None or principal in self._approved
+
+    async def _read_approved(self) -> None:
+        self._stale = False  # a write told of from now on is read again
+        try:
+            found = await self.store.list(state="approved", kind="connect", limit=INDEX_LIMIT)
+        except BaseException:
+            self._stale = True
+            raise
+        self._approved = None if len(found) >= INDEX_LIMIT else {c.principal for c in found}
 
     async def finished(self, held: str, result: ToolResult) -> None:
         with contextlib.suppress(PendingConflict, PendingNotFound):
