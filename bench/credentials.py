@@ -21,8 +21,9 @@ Rows:
 - **one caller, sequential**: ``echo`` through the whole call chain (``Gateway.call_tool``),
   rounds interleaved (shared, secret, oauth, shared, ...); each ratio is the median of the
   per-round own/shared ratios of the median latency (target: at most 1.10).
-- **connect gate**: what the gate's look-up for a held record (`ConnectGate.reissued`) costs one
-  call of an already-connected caller.
+- **look-ups**: what one call of an already-connected caller pays for the connect gate's look-up
+  for a held record (`ConnectGate.reissued`), for the store query that look-up was on every call
+  before the gate kept an index, and for one vault read.
 - **N principals**: each opens its own connections (one call each); memory per connection is the
   gateway process's RSS growth divided by N (and the upstream's, which keeps a session per
   connection); calls/s with every principal calling at once, against the shared server at the
@@ -58,6 +59,7 @@ from gateway.credentials.oauth_grant import Grant
 from gateway.gateway import Gateway
 from gateway.vault import Vault
 from toolsets import CallContext, Principal
+from toolsets.canonical import sha256_hex
 from toolsets.errors import LockgateError
 
 KEY_VAR = "LOCKGATE_BENCH_VAULT_KEY"
@@ -159,20 +161,35 @@ async def _sequential(gateway: Gateway, rounds: int, calls: int) -> dict[str, fl
     return found | {f"{mode}_ratio": statistics.median(ratios[mode]) for mode in OWN}
 
 
-async def _gate_us(gateway: Gateway, calls: int) -> float:
-    """Median microseconds of the connect gate's look-up for a held record (`reissued`) of an
-    already-connected caller with none, as each of their calls makes it."""
-    pool, ctx = _pool(gateway, "secret"), _ctx("agent:p0")
-    gate = pool.connect
-    assert gate is not None, "the secret server has no connect gate"
-    tool = next(iter((await pool.get_tools(ctx)).values()))
+async def _median_us(step: Callable[[], Awaitable[object]], calls: int) -> float:
     samples = []
     for _ in range(calls):
         started = time.perf_counter()
-        held = await gate.reissued("secret", tool, ARGS, ctx)
+        await step()
         samples.append((time.perf_counter() - started) * 1e6)
-        assert held is None, held
     return statistics.median(samples)
+
+
+async def _lookups_us(gateway: Gateway, calls: int) -> dict[str, float]:
+    """Median microseconds of what an already-connected caller's call looks up besides the
+    upstream: the connect gate's look-up for a held record (`ConnectGate.reissued`), the store
+    query it made on every call before it kept an index (`PendingStore.find_reusable`), and one
+    vault read (a ``secret`` call reads it once, an ``oauth`` call twice: guard and pool)."""
+    pool, ctx = _pool(gateway, "secret"), _ctx("agent:p0")
+    gate, vault = pool.connect, gateway.parts.vault
+    assert gate is not None, "the secret server has no connect gate"
+    assert vault is not None, "the gateway has no vault"
+    tool = next(iter((await pool.get_tools(ctx)).values()))
+    store, digest = gate.store, sha256_hex(ARGS)
+    assert await gate.reissued("secret", tool, ARGS, ctx) is None
+    return {
+        "gate_us": await _median_us(lambda: gate.reissued("secret", tool, ARGS, ctx), calls),
+        "store_us": await _median_us(
+            lambda: store.find_reusable(ctx.principal.id, tool.name, digest, kind="connect"),
+            calls,
+        ),
+        "vault_us": await _median_us(lambda: vault.secret("secret", ctx.principal.id), calls),
+    }
 
 
 async def _concurrently(run: Callable[[str], Awaitable[Any]], names: list[str]) -> float:
@@ -260,7 +277,7 @@ async def run(upstream: Upstream, rounds: int, calls: int, principals: int) -> s
             for mode in OWN:
                 await _connect(vault, mode, "agent:p0", key, url)
             one = await _sequential(gateway, rounds, calls)
-            one["gate_us"] = await _gate_us(gateway, calls)
+            one |= await _lookups_us(gateway, calls)
             many = await _many(gateway, upstream, principals, max(calls // 5, 10))
     return _table(one, many, principals, os.getloadavg())
 
@@ -278,7 +295,7 @@ def _table(one: dict[str, float], many: dict[str, float], n: int, load: Any) -> 
     rates = [f"{many[f'{m}_calls_per_s']:.0f}" for m in MODES]
     failed = ", ".join(f"{m} {many[f'{m}_failed']:.0f}" for m in MODES)
     opened = ", ".join(f"{m} {many[f'{m}_opened']:.0f}" for m in OWN)
-    share = one["gate_us"] / one["secret_us"]
+    store_share = one["store_us"] / one["secret_us"]
     return "\n".join(
         [
             f"Load average at the end: {load[0]:.1f} (2 cores).",
@@ -293,8 +310,14 @@ def _table(one: dict[str, float], many: dict[str, float], n: int, load: Any) -> 
             ),
             row(
                 "connect gate look-up per call, median µs",
-                ["-", f"{one['gate_us']:.0f}", "same"],
-                f"{share:.1%} of a secret call",
+                ["-", f"{one['gate_us']:.1f}", "same"],
+                f"the store query it replaces: {one['store_us']:.0f} µs "
+                f"({store_share:.1%} of a secret call)",
+            ),
+            row(
+                "vault read, median µs",
+                ["-", f"{one['vault_us']:.0f} (1 per call)", "2 per call"],
+                "the caller's credential, read on every call",
             ),
             row(
                 f"{n} principals, calls/s (all at once)",

@@ -129,3 +129,21 @@ def test_the_replicas_bench_runs_every_target_on_postgres_and_reports_json() -> 
     for ratio in ("replicas_vs_embedded", "split_vs_embedded", "replicas_vs_split"):
         assert figures[ratio] > 0
     assert 0 < figures["decision_to_result_ms"]["p50"] < 5000
+
+
+def test_the_credentials_bench_measures_shared_secret_and_oauth_connections() -> None:
+    command = [sys.executable, "bench/credentials.py", "--rounds", "1", "--calls", "20"]
+    command += ["--principals", "3"]
+    done = subprocess.run(
+        command, check=False, cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in done.stdout.splitlines()}
+    sequential = rows["one caller, sequential, median µs"]
+    assert "secret " in sequential
+    assert "oauth " in sequential
+    opened = rows["3 principals, calls/s (all at once)"]
+    assert "connections open: secret 3, oauth 3" in opened
+    assert "failed calls: shared 0, secret 0, oauth 0" in opened
+    assert "connect gate look-up per call, median µs" in rows
+    assert "memory per connection, gateway RSS" in rows
