@@ -3,22 +3,27 @@
 A get maps the exposed name back to its server and that server's own name, goes through the
 guard, and comes back with the resource links and embedded resources of its messages served
 under gateway URIs (`toolsets.resource_uris`), so the client can read them through the gateway.
+A server reached with each caller's own credentials lists and gets over the caller's own
+connection (as `gateway.resources.resource_list` reads); a get by a caller not connected to it
+is refused ``not_connected`` (`PromptDenied` carrying the refusal).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 
 import mcp_types as types
 
 from gateway.resources.guard import ResourceGuard
 from gateway.resources.paging import collect
-from gateway.resources.resource_list import served_entry, served_meta
+from gateway.resources.resource_list import not_connected_data, served_entry, served_meta
 from gateway.resources.routes import Route, Routes
 from gateway.resources.upstream import UpstreamResources
 from toolsets.context import CallContext
-from toolsets.errors import PromptNotFound
+from toolsets.errors import PromptDenied, PromptNotFound
 from toolsets.resource_uris import rewrite_block
+from toolsets.upstream.principal_ports import NotConnected
 from toolsets.upstream.sanitize import served_text
 
 __all__ = ["Prompts"]
@@ -42,8 +47,9 @@ class Prompts:
             arguments = [_argument(a, upstream) for a in prompt.arguments or ()]
             return served_entry(prompt, upstream, name=name, arguments=arguments or None)
 
-        upstreams = list(self.routes.upstreams.values())
-        entries, following = await collect("prompts", upstreams, cursor, keep)
+        async with contextlib.AsyncExitStack() as stack:
+            upstreams = await self.routes.serving(ctx, stack)
+            entries, following = await collect("prompts", upstreams, cursor, keep)
         return types.ListPromptsResult(prompts=entries, next_cursor=following)
 
     async def get(
@@ -54,6 +60,7 @@ class Prompts:
         Raises:
             PromptNotFound: ``name`` names no server, one without prompts, or a prompt the
                 server does not have or the guard hides: one answer, naming ``name``.
+            PromptDenied: the caller has no credentials for its (per-caller) server.
             UpstreamError: the server is down, failed or answered with an error.
             LockgateError: the guard refused the get.
         """
@@ -62,20 +69,27 @@ class Prompts:
             raise PromptNotFound(name)
 
         async def get() -> types.GetPromptResult:
-            return await self._get(route, arguments)
+            async with route.serving(ctx) as upstream:
+                if upstream.lacks("prompts"):
+                    raise PromptNotFound(route.target)
+                return await self._get(route, upstream, arguments)
 
         try:
             return await self._guard.get_prompt(name, route.server, arguments, ctx, get)
         except PromptNotFound:  # in the server's own terms: hidden and missing get alike
             raise PromptNotFound(name) from None
+        except NotConnected as exc:
+            raise PromptDenied(name, str(exc), data=not_connected_data(exc)) from None
 
-    async def _get(self, route: Route, arguments: Mapping[str, str]) -> types.GetPromptResult:
-        result = await route.upstream.get_prompt(route.target, arguments)
+    async def _get(
+        self, route: Route, upstream: UpstreamResources, arguments: Mapping[str, str]
+    ) -> types.GetPromptResult:
+        result = await upstream.get_prompt(route.target, arguments)
         messages = [
             message.model_copy(update={"content": _content(message.content, route.prefix)})
             for message in result.messages
         ]
-        limit = route.upstream.toolset.max_description
+        limit = upstream.toolset.max_description
         description = served_text(result.description, limit) if result.description else None
         meta = served_meta(result.meta, route.server)
         return types.GetPromptResult(description=description, messages=messages, _meta=meta)

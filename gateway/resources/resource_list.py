@@ -5,11 +5,15 @@ server (``lockgate/server``), its title and description escaped and cut like a t
 (`toolsets.upstream.sanitize`); entries the guard hides are left out. A read maps the gateway URI
 back to its server and that server's own URI, goes through the guard, and comes back with every
 content's URI (and every resource URI inside it) served as the gateway's; one the server does
-not have is "not found" under the gateway URI, exactly as one the guard hides.
+not have is "not found" under the gateway URI, exactly as one the guard hides. A server reached
+with each caller's own credentials lists and reads over the caller's own connection; one they
+have not connected to is left out of their listings, and their read of it is refused
+``not_connected`` (`ResourceDenied` carrying the refusal), naming how to connect.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, TypeVar
 
 import mcp_types as types
@@ -19,10 +23,12 @@ from gateway.resources.paging import collect
 from gateway.resources.routes import Route, Routes
 from gateway.resources.upstream import UpstreamResources
 from toolsets.context import CallContext
-from toolsets.errors import ResourceNotFound
+from toolsets.errors import ResourceDenied, ResourceNotFound
+from toolsets.refusal import REFUSAL_META
+from toolsets.upstream.principal_ports import NotConnected
 from toolsets.upstream.sanitize import served_text
 
-__all__ = ["Resources", "served_entry", "served_meta"]
+__all__ = ["Resources", "not_connected_data", "served_entry", "served_meta"]
 
 SERVER_META = "lockgate/server"
 M = TypeVar("M", types.Resource, types.ResourceTemplate, types.Prompt)
@@ -37,6 +43,12 @@ def served_meta(meta: dict[str, Any] | None, server: str) -> dict[str, Any]:
         if not k.startswith("lockgate/") and k != types.SERVER_INFO_META_KEY
     }
     return {**kept, SERVER_META: server}
+
+
+def not_connected_data(exc: NotConnected) -> dict[str, Any]:
+    """The JSON-RPC error data of a request refused ``not_connected``: the refusal, as a tool
+    call's result carries it."""
+    return {REFUSAL_META: exc.refusal.to_json()}
 
 
 def served_entry(entry: M, upstream: UpstreamResources, **changes: Any) -> M:
@@ -67,8 +79,9 @@ class Resources:
             uri = self.routes.gateway_uri(upstream.name, resource.uri)
             return served_entry(resource, upstream, uri=uri)
 
-        upstreams = list(self.routes.upstreams.values())
-        entries, following = await collect("resources", upstreams, cursor, keep)
+        async with contextlib.AsyncExitStack() as stack:
+            upstreams = await self.routes.serving(ctx, stack)
+            entries, following = await collect("resources", upstreams, cursor, keep)
         return types.ListResourcesResult(resources=entries, next_cursor=following)
 
     async def templates(
@@ -85,8 +98,9 @@ class Resources:
             uri = self.routes.gateway_uri(upstream.name, template.uri_template)
             return served_entry(template, upstream, uri_template=uri)
 
-        upstreams = list(self.routes.upstreams.values())
-        entries, following = await collect("templates", upstreams, cursor, keep)
+        async with contextlib.AsyncExitStack() as stack:
+            upstreams = await self.routes.serving(ctx, stack)
+            entries, following = await collect("templates", upstreams, cursor, keep)
         return types.ListResourceTemplatesResult(resource_templates=entries, next_cursor=following)
 
     async def read(self, uri: str, ctx: CallContext) -> types.ReadResourceResult:
@@ -95,6 +109,7 @@ class Resources:
         Raises:
             ResourceNotFound: ``uri`` names no server, one without resources, or a resource the
                 server does not have or the guard hides: one answer, naming ``uri``.
+            ResourceDenied: the caller has no credentials for its (per-caller) server.
             UpstreamError: the server is down, failed or answered with an error.
             LockgateError: the guard refused the read.
         """
@@ -103,15 +118,20 @@ class Resources:
             raise ResourceNotFound(uri)
 
         async def read() -> types.ReadResourceResult:
-            return await self._read(route)
+            async with route.serving(ctx) as upstream:
+                if upstream.lacks("resources"):
+                    raise ResourceNotFound(route.target)
+                return await self._read(route, upstream)
 
         try:
             return await self._guard.read_resource(route.target, route.server, ctx, read)
         except ResourceNotFound:  # in the server's own terms: hidden and missing read alike
             raise ResourceNotFound(uri) from None
+        except NotConnected as exc:
+            raise ResourceDenied(uri, str(exc), data=not_connected_data(exc)) from None
 
-    async def _read(self, route: Route) -> types.ReadResourceResult:
-        result = await route.upstream.read(route.target)
+    async def _read(self, route: Route, upstream: UpstreamResources) -> types.ReadResourceResult:
+        result = await upstream.read(route.target)
         contents = [
             content.model_copy(update={"uri": self.routes.gateway_uri(route.server, content.uri)})
             for content in result.contents

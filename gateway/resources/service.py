@@ -5,13 +5,15 @@ and completions (`Resources`, `Prompts`, `Completions`), the reference-counted u
 subscriptions (`Subscriptions`), and the change events each face delivers to its sessions (a
 `ChangeListener`): an upstream's ``resources/updated`` (for a URI some session holds, under its
 gateway URI), ``resources/list_changed`` and ``prompts/list_changed``, and a list change whenever
-an upstream that offers resources or prompts comes up or goes away.
+an upstream that offers resources or prompts comes up or goes away. A server reached with each
+caller's own credentials (``pools``) serves each caller over their own connection
+(`gateway.resources.callers`); its connections' change events are not relayed.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -31,6 +33,7 @@ from gateway.resources.resource_list import Resources
 from gateway.resources.routes import Routes
 from gateway.resources.upstream import UpstreamResources
 from gateway.resources.upstream_subscriptions import Subscriptions
+from toolsets.upstream.per_principal import PerPrincipalToolset
 from toolsets.upstream.server import MCPServerToolset, UpstreamStatus
 
 __all__ = ["ChangeListener", "ResourceService"]
@@ -52,6 +55,7 @@ class ResourceService:
         prefixes: Each server's prefix by name (names and URIs are served under it).
         guard: The policy over what listings show, and each read and get.
         ready: Waits, the first time, for upstreams still making their first connection.
+        pools: The servers reached with each caller's own credentials, by name.
     """
 
     def __init__(
@@ -61,8 +65,9 @@ class ResourceService:
         *,
         guard: ResourceGuard,
         ready: Callable[[], Awaitable[None]],
+        pools: Mapping[str, PerPrincipalToolset] | None = None,
     ) -> None:
-        self.routes = Routes(upstreams, prefixes)
+        self.routes = Routes(upstreams, prefixes, pools)
         self.resources = Resources(self.routes, guard)
         self.prompts = Prompts(self.routes, guard)
         self.completions = Completions(self.routes, guard)
@@ -81,10 +86,14 @@ class ResourceService:
         *,
         guard: ResourceGuard,
         ready: Callable[[], Awaitable[None]],
+        pools: Iterable[PerPrincipalToolset] = (),
     ) -> ResourceService:
-        """The resources of ``upstreams``, each served under its configured prefix."""
+        """The resources of ``upstreams`` and of the per-caller ``pools`` (but for a pool of a
+        server in ``upstreams``: its own session serves them), each under its configured
+        prefix."""
         prefixes = {server.name: server.exposed_prefix for server in config.servers}
-        return cls(upstreams, prefixes, guard=guard, ready=ready)
+        callers = {pool.name: pool for pool in pools if pool.name not in upstreams}
+        return cls(upstreams, prefixes, guard=guard, ready=ready, pools=callers)
 
     def on_event(self, listener: ChangeListener) -> None:
         """Deliver every change event to ``listener`` (a downstream face)."""

@@ -5,7 +5,9 @@ unsubscribes or its connection closes; it is told ``notifications/resources/upda
 connection. A 2026-07-28 client names the URIs on a ``subscriptions/listen`` stream and holds
 them while the stream is open; only the URIs it may see are acknowledged. Each holding counts
 once towards the upstream subscription (`Subscriptions`). List changes go to every session:
-2025-11-25 connections, and the listen streams that asked for them.
+2025-11-25 connections, and the listen streams that asked for them. A resource of a server
+reached with each caller's own credentials cannot be subscribed to (yet): ``resources/subscribe``
+is refused naming it, and a listen stream does not acknowledge it.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from mcp_types import SubscriptionsListenResult as ListenResult
 from gateway.resources.listen_streams import SessionListen
 from gateway.resources.routes import Route
 from gateway.resources.service import ResourceService
+from gateway.resources.upstream import UpstreamResources
 from toolsets import _sdk_compat as sdk
 from toolsets.context import CallContext
-from toolsets.errors import LockgateError, ResourceNotFound
+from toolsets.errors import LockgateError, ResourceDenied, ResourceNotFound
 
 __all__ = ["MAX_HELD", "SessionSubscriptions"]
 
@@ -62,6 +65,7 @@ class SessionSubscriptions:
         Raises:
             ResourceNotFound: ``uri`` is unknown or hidden from ``call``, or its server refused
                 the subscription as having no such resource: one answer, naming ``uri``.
+            ResourceDenied: its server is reached with each caller's own credentials.
             UpstreamError: the server refused the subscription.
         """
         connection = _connection(ctx)
@@ -126,6 +130,13 @@ class SessionSubscriptions:
         route = self.service.routes.uri(uri)
         if not self.service.guard.resource_visible(route.target, route.server, call):
             raise ResourceNotFound(uri)
+        if not isinstance(route.upstream, UpstreamResources):
+            raise ResourceDenied(
+                uri,
+                f"{uri} cannot be subscribed to: its server {route.server!r} is reached with each "
+                "caller's own credentials, whose resources lockgate does not subscribe to yet; "
+                "read it again to see changes",
+            )
         return route
 
     async def deliver(self, event: ServerEvent) -> None:

@@ -6,7 +6,9 @@ an upstream). A 2025-11-25 server is sent ``resources/subscribe``; a
 2026-07-28 server gets a ``subscriptions/listen`` stream for the URI, a task of this object's task
 group that lives until the release (or the connection). A server that is down meanwhile is
 subscribed again when it comes back (`reconnected`); one that declared no ``subscribe`` is
-never asked, and whatever updates it sends anyway still reach the holders.
+never asked, and whatever updates it sends anyway still reach the holders. A server reached with
+each caller's own credentials has no subscriptions here (`gateway.resources.session_subscriptions`
+refuses them).
 """
 
 from __future__ import annotations
@@ -52,10 +54,10 @@ class Subscriptions(TaskOwner):
             ResourceNotFound: the server has no such resource (nothing is held then).
             UpstreamError: the server refused the subscription (nothing is held then).
         """
-        key = (route.server, route.target)
+        key, upstream = (route.server, route.target), self._routes.upstreams[route.server]
         async with self._locks[route.server]:
             if key not in self._counts:
-                await self._open(route.upstream, route.target)
+                await self._open(upstream, route.target)
             self._counts[key] = self._counts.get(key, 0) + 1
 
     def release(self, route: Route) -> None:
@@ -70,7 +72,7 @@ class Subscriptions(TaskOwner):
         if stream is not None:
             stream.cancel()
         elif count == 0 and self._tg is not None:
-            self._tg.start_soon(self._unsubscribe, route.upstream, route.target)
+            self._tg.start_soon(self._unsubscribe, self._routes.upstreams[key[0]], route.target)
 
     async def _unsubscribe(self, upstream: UpstreamResources, uri: str) -> None:
         async with self._locks[upstream.name]:

@@ -389,7 +389,7 @@ def compose(config: GatewayConfig, calls: ToolCalls, *, extra: Sequence[Toolset]
         catalogue=built.catalogue,
         resource_guard=guard,
         resources=ResourceService.for_config(
-            config, upstreams, guard=guard, ready=built.readiness.warm_up
+            config, upstreams, guard=guard, ready=built.readiness.warm_up, pools=built.pools
         ),
         relay=Relay([*upstreams.values(), *built.pools]),
         tasks=_tasks(config, built, approvals, calls),

@@ -17,12 +17,13 @@ revoked closes the connection made with the old one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -30,19 +31,21 @@ from mcp_types import LoggingLevel, LoggingMessageNotificationParams
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext, Principal
-from toolsets.errors import LockgateError
+from toolsets.errors import LockgateError, UpstreamError
 from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 from toolsets.upstream.client_requests import PrincipalLogHandler, UpstreamLogHandler
 from toolsets.upstream.peer import ClientPeer
 from toolsets.upstream.principal_catalogues import PrincipalCatalogues
+from toolsets.upstream.principal_ports import ConnectGate, NotConnected, PrincipalSecrets
 from toolsets.upstream.server import MCPServerToolset
 
 __all__ = [
     "TENANT_SEPARATOR",
     "ConnectGate",
     "ConnectionFactory",
+    "NotConnected",
     "PerPrincipalToolset",
     "PrincipalSecrets",
     "principal_key",
@@ -59,45 +62,6 @@ def principal_key(principal: Principal) -> str:
     if principal.tenant is None:
         return principal.id
     return f"{principal.tenant}{TENANT_SEPARATOR}{principal.id}"
-
-
-class PrincipalSecrets(Protocol):
-    """The secrets of one server's callers (the gateway's vault, bound to the server)."""
-
-    async def secret(self, principal: str) -> str | None:
-        """``principal``'s secret, or None when none is set."""
-        ...
-
-    async def principals(self) -> list[str]:
-        """The principals with a secret set."""
-        ...
-
-
-class ConnectGate(Protocol):
-    """Holds a call from a principal who has not connected yet (the gateway's
-    `gateway.connect.ConnectGate`): the call waits for the connection like an approval."""
-
-    async def required(
-        self, server: str, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
-    ) -> ToolResult | str:
-        """The answer to the call now (an error result carrying the connect link), or the
-        id of its held record once the principal connected: the call then runs."""
-        ...
-
-    async def reissued(
-        self, server: str, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
-    ) -> str | None:
-        """The id of the held record a (connected) caller's call re-issues, claimed to run
-        once; None when there is none."""
-        ...
-
-    async def finished(self, held: str, result: ToolResult) -> None:
-        """Record the outcome of the held call ``held``."""
-        ...
-
-    async def failed(self, held: str, error: BaseException) -> None:
-        """Record that the held call ``held`` raised ``error`` (it ends ``failed``)."""
-        ...
 
 
 ConnectionFactory = Callable[[str, str, ToolsChangedHandler], MCPServerToolset]
@@ -265,6 +229,41 @@ class PerPrincipalToolset(Toolset):
                     server=self.name,
                 )
             return await entry.toolset.call_tool(name, args, ctx, tool)
+        finally:
+            entry.active -= 1
+            entry.last_used = anyio.current_time()
+
+    @contextlib.asynccontextmanager
+    async def connection(self, ctx: CallContext) -> AsyncIterator[MCPServerToolset]:
+        """``ctx.principal``'s own connection, opened as a call opens it and ready, kept from
+        closing idle while in use: what their resource reads, prompt gets and completions of
+        this server go over (never held at the connect gate: refused at once).
+
+        Raises:
+            NotConnected: the principal has no secret for this server.
+            UpstreamError: the server is at ``max_connections``, or did not connect.
+        """
+        principal = principal_key(ctx.principal)
+        secret = await self.secrets.secret(principal)
+        if secret is None:
+            self.drop(principal)
+            raise NotConnected(self.not_connected())
+        entry = self._open(principal, secret)
+        if entry is None:
+            message = (
+                f"{self.name!r} has {self.max_connections} connections open (its "
+                "credentials.max_connections): try again when one closes, or raise the limit"
+            )
+            raise UpstreamError(message, server=self.name)
+        entry.active += 1
+        try:
+            if not await entry.toolset.wait_ready(self.connect_timeout):
+                message = (
+                    f"{self.name!r} did not connect with {principal!r}'s credentials "
+                    f"({entry.toolset.detail}): check them, set them again, or try later"
+                )
+                raise UpstreamError(message, server=self.name)
+            yield entry.toolset
         finally:
             entry.active -= 1
             entry.last_used = anyio.current_time()
