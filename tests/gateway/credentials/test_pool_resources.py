@@ -27,7 +27,7 @@ from credentials_support import (
 from gateway_faces import FACES, Face
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from support import mcp_http_client, serve_asgi
+from support import MODES, mcp_http_client, serve_asgi
 from surface_support import subscribe
 
 from gateway.gateway import Gateway
@@ -54,6 +54,11 @@ rules:
     principals: ["agent:bob"]
     effect: hide
 """
+
+
+UNREACHED = "http://127.0.0.1:9"
+"""Where the upstream and its authorization server would be: never asked in these refusals."""
+EXCHANGE = {"issuer": UNREACHED, "client": {"id": "gw", "secret": "env:LOCKGATE_TEST_GW_SECRET"}}
 
 
 def pool_server() -> dict[str, Any]:
@@ -222,3 +227,46 @@ async def test_subscribing_to_a_callers_own_resource_is_refused_naming_why(
     else:
         assert not refused
     assert still == f"notes of {OWN[ALICE]}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("credentials", "told"),
+    [
+        pytest.param(
+            {"mode": "oauth"},
+            (
+                "run `lockgate connections connect web`",
+                {"action": "connect", "url": "/api/connections/web/connect"},
+            ),
+            id="oauth-account-not-connected",
+        ),
+        pytest.param(
+            {"mode": "token_exchange", "exchange": EXCHANGE},
+            ("ask with a JWT from the identity provider", {"action": "none"}),
+            id="token-exchange-static-token",
+        ),
+    ],
+)
+async def test_each_credentials_mode_tells_a_caller_it_cannot_reach_how_to(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    credentials: dict[str, Any],
+    told: tuple[str, dict[str, str]],
+) -> None:
+    monkeypatch.setenv("LOCKGATE_TEST_GW_SECRET", "gateway-client-secret")
+    server = {"name": "web", "transport": "http", "url": f"{UNREACHED}/mcp"}
+    server["credentials"] = credentials
+    with vault_keys(), anyio.fail_after(60):
+        config = credentials_config(tmp_path, [server])
+        async with (
+            serve_asgi(build_app(Gateway.from_config(config))) as base,
+            mcp_http_client(f"{base}/mcp", mode, AGENTS[ALICE]) as alice,
+        ):
+            with pytest.raises(MCPError) as raised:
+                await alice.read_resource("lockgate://web/notes://mine")
+    error = raised.value.error
+    refusal = (error.data or {})["lockgate/refusal"]
+    assert (error.code, refusal["kind"], refusal["unblock"]) == (REFUSED, "not_connected", told[1])
+    assert told[0] in error.message
