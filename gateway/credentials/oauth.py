@@ -160,8 +160,10 @@ class OAuthProvider:
             self._tokens[principal] = token
         return token
 
-    async def _mark(self, principal: str, reason: str, scope: str | None = None) -> None:
-        await self.grants.fail(principal, reason, wanted_scope=scope)
+    async def _mark(
+        self, principal: str, reason: str, *, stepped_up: bool = False, scope: str | None = None
+    ) -> None:
+        await self.grants.fail(principal, reason, stepped_up=stepped_up, wanted_scope=scope)
         self._failed(principal, NeedsReconnect(self.server, reason))
 
     async def rejected(self, principal: str) -> None:
@@ -169,4 +171,5 @@ class OAuthProvider:
 
     async def step_up(self, principal: str, scope: str | None) -> None:
         wanted = f"the scope {scope!r}" if scope else "a larger scope"
-        await self._mark(principal, f"the upstream needs {wanted} (403 insufficient_scope)", scope)
+        reason = f"the upstream needs {wanted} (403 insufficient_scope)"
+        await self._mark(principal, reason, stepped_up=True, scope=scope)

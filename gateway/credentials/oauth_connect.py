@@ -88,8 +88,9 @@ class Connects:
         return await self.flows.owns(state)
 
     async def _scope(self, principal: str, found: Discovered) -> str | None:
-        """The scope asked: configured, else as the spec picks it; with the scope of an
-        ``insufficient_scope`` the principal's last grant met (step-up)."""
+        """The scope asked: configured, else as the spec picks it; after an
+        ``insufficient_scope`` (step-up), with the scope it named or, as the SDK's resource
+        server names none, the scopes the resource lists now."""
         if self.settings.scopes:
             scope: str | None = " ".join(self.settings.scopes)
         else:  # as the SDK picks it: the challenge's, the resource's, the server's
@@ -98,8 +99,11 @@ class Connects:
                 found.challenged_scope, found.protected, found.server, grant_types
             )
         held = await self.grants.held(principal)
-        if held is not None:
-            scope = union_scopes(scope, held.grant.wanted_scope)
+        if held is not None and held.grant.stepped_up:
+            wanted = held.grant.wanted_scope
+            scope = union_scopes(
+                scope, wanted or get_client_metadata_scopes(found.challenged_scope, found.protected)
+            )
         return scope
 
     async def _registered(

@@ -35,7 +35,10 @@ class Grant(BaseModel):
         resource: The RFC 8707 resource indicator the tokens are bound to.
         status: ``ok``, or ``reconnect`` once they can no longer be used (`reason` says why).
         reason: Why the user has to connect again (no token value).
-        wanted_scope: The scope the next connect asks for (after an ``insufficient_scope``).
+        wanted_scope: The scope the next connect adds (an ``insufficient_scope`` named it).
+        stepped_up: An ``insufficient_scope`` asked for more: the next connect adds
+            ``wanted_scope`` or, the challenge naming none, the scopes the upstream's resource
+            metadata lists (the MCP scope selection).
     """
 
     model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
@@ -51,6 +54,7 @@ class Grant(BaseModel):
     status: Literal["ok", "reconnect"] = "ok"
     reason: str | None = None
     wanted_scope: str | None = None
+    stepped_up: bool = False
 
     def __repr__(self) -> str:
         return f"Grant(issuer={self.issuer!r}, status={self.status!r})"
@@ -76,11 +80,18 @@ class Grant(BaseModel):
         expires = None if kept.expires_in is None else time.time() + kept.expires_in
         return self.model_copy(update={"token": kept, "expires_at": expires})
 
-    def broken(self, reason: str, *, wanted_scope: str | None = None) -> Grant:
-        """This grant marked unusable: the user has to connect again."""
-        wanted = wanted_scope or self.wanted_scope
+    def broken(
+        self, reason: str, *, stepped_up: bool = False, wanted_scope: str | None = None
+    ) -> Grant:
+        """This grant marked unusable: the user has to connect again (``stepped_up``: with
+        a larger scope, ``wanted_scope`` when the upstream named it)."""
         return self.model_copy(
-            update={"status": "reconnect", "reason": reason, "wanted_scope": wanted}
+            update={
+                "status": "reconnect",
+                "reason": reason,
+                "stepped_up": stepped_up or self.stepped_up,
+                "wanted_scope": wanted_scope or self.wanted_scope,
+            }
         )
 
     def fresh(self, *, margin: float = EXPIRY_MARGIN) -> bool:

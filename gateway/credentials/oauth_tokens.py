@@ -114,12 +114,20 @@ class Grants:
         await self._record("credential.refreshed", found.connection, renewed)
         return renewed.token.access_token
 
-    async def fail(self, principal: str, reason: str, *, wanted_scope: str | None = None) -> None:
-        """Mark ``principal``'s grant unusable (they must connect again), once."""
+    async def fail(
+        self,
+        principal: str,
+        reason: str,
+        *,
+        stepped_up: bool = False,
+        wanted_scope: str | None = None,
+    ) -> None:
+        """Mark ``principal``'s grant unusable (they must connect again, with a larger scope
+        when ``stepped_up``), once."""
         found = await self.held(principal)
         if found is None or not found.grant.usable:
             return
-        broken = found.grant.broken(reason, wanted_scope=wanted_scope)
+        broken = found.grant.broken(reason, stepped_up=stepped_up, wanted_scope=wanted_scope)
         await self.vault.update(self.server, principal, broken.dump())
         await self._record("credential.failed", found.connection, broken)
 
