@@ -59,12 +59,29 @@ def write_config(directory: Path, servers: Sequence[dict[str, Any]], **sections:
     return path
 
 
+class _Crashing(uvicorn.Server):
+    """Stops as a killed process does: its open connections are dropped, not waited for.
+    uvicorn's graceful stop waits for every open request first, and a client's long-lived
+    stream (a gateway's ``subscriptions/listen`` or GET stream) never ends by itself."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for listening in self.servers:
+            listening.close()  # no new connection between the drop and uvicorn's own stop
+        for connection in list(self.server_state.connections):
+            connection.transport.close()  # the client sees the connection end, as on a kill
+        await super().shutdown(sockets)
+
+
 @contextlib.asynccontextmanager
-async def serve_asgi(app: ASGIApp, port: int | None = None) -> AsyncIterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1; yields the base URL."""
+async def serve_asgi(
+    app: ASGIApp, port: int | None = None, *, crash: bool = False
+) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1; yields the base URL. At the end it stops
+    gracefully (waiting for open requests) or, with ``crash``, drops its open connections as a
+    killed server would (what restarting an upstream under a connected gateway needs)."""
     port = port or free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = _Crashing(config) if crash else uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(30):
