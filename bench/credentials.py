@@ -19,8 +19,9 @@ three servers of one config, each paying the same token validation upstream:
 Rows:
 
 - **one caller, sequential**: ``echo`` through the whole call chain (``Gateway.call_tool``),
-  rounds interleaved (shared, secret, oauth, shared, ...); each ratio is the median of the
-  per-round own/shared ratios of the median latency (target: at most 1.10).
+  the modes interleaved call by call (shared, secret, oauth, secret, oauth, shared, ...); each
+  ratio is the median of the per-round own/shared ratios of the median latency (target: at most
+  1.10).
 - **look-ups**: what one call of an already-connected caller pays for the connect gate's look-up
   for a held record (`ConnectGate.reissued`), for the store query that look-up was on every call
   before the gate kept an index, and for one vault read.
@@ -135,61 +136,62 @@ def _ctx(principal: str) -> CallContext:
     return CallContext(principal=Principal(id=principal))
 
 
-async def _latency_us(gateway: Gateway, tool: str, ctx: CallContext, calls: int) -> float:
-    """Median microseconds of ``calls`` sequential calls of ``tool``."""
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        result = await gateway.call_tool(tool, ARGS, ctx)
-        samples.append((time.perf_counter() - started) * 1e6)
-        assert not result.is_error, result.first_text()
-    return statistics.median(samples)
+async def _round(gateway: Gateway, ctx: CallContext, calls: int) -> dict[str, float]:
+    """Median microseconds of ``calls`` sequential calls of each mode's ``echo``, the modes
+    taking turns call by call (the first one rotating), so that a burst of load elsewhere falls
+    on all of them alike."""
+    samples: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for index in range(calls):
+        for mode in MODES[index % 3 :] + MODES[: index % 3]:
+            started = time.perf_counter()
+            result = await gateway.call_tool(f"{mode}__echo", ARGS, ctx)
+            samples[mode].append((time.perf_counter() - started) * 1e6)
+            assert not result.is_error, result.first_text()
+    return {mode: statistics.median(found) for mode, found in samples.items()}
 
 
 async def _sequential(gateway: Gateway, rounds: int, calls: int) -> dict[str, float]:
     ctx = _ctx("agent:p0")
-    for mode in MODES:  # warm every connection
-        await _latency_us(gateway, f"{mode}__echo", ctx, 20)
+    await _round(gateway, ctx, 20)  # warm every connection
     medians: dict[str, list[float]] = {mode: [] for mode in MODES}
     ratios: dict[str, list[float]] = {mode: [] for mode in OWN}
     for _ in range(rounds):
+        measured = await _round(gateway, ctx, calls)
         for mode in MODES:
-            medians[mode].append(await _latency_us(gateway, f"{mode}__echo", ctx, calls))
+            medians[mode].append(measured[mode])
         for mode in OWN:
-            ratios[mode].append(medians[mode][-1] / medians["shared"][-1])
+            ratios[mode].append(measured[mode] / measured["shared"])
     found = {f"{mode}_us": statistics.median(medians[mode]) for mode in MODES}
     return found | {f"{mode}_ratio": statistics.median(ratios[mode]) for mode in OWN}
-
-
-async def _median_us(step: Callable[[], Awaitable[object]], calls: int) -> float:
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        await step()
-        samples.append((time.perf_counter() - started) * 1e6)
-    return statistics.median(samples)
 
 
 async def _lookups_us(gateway: Gateway, calls: int) -> dict[str, float]:
     """Median microseconds of what an already-connected caller's call looks up besides the
     upstream: the connect gate's look-up for a held record (`ConnectGate.reissued`), the store
     query it made on every call before it kept an index (`PendingStore.find_reusable`), and one
-    vault read (a ``secret`` call reads it once, an ``oauth`` call twice: guard and pool)."""
+    vault read (a ``secret`` call reads it once, an ``oauth`` call twice: guard and pool). Each
+    is timed right after a call, as a call makes it (a thread left idle wakes slower)."""
     pool, ctx = _pool(gateway, "secret"), _ctx("agent:p0")
     gate, vault = pool.connect, gateway.parts.vault
     assert gate is not None, "the secret server has no connect gate"
     assert vault is not None, "the gateway has no vault"
     tool = next(iter((await pool.get_tools(ctx)).values()))
     store, digest = gate.store, sha256_hex(ARGS)
-    assert await gate.reissued("secret", tool, ARGS, ctx) is None
-    return {
-        "gate_us": await _median_us(lambda: gate.reissued("secret", tool, ARGS, ctx), calls),
-        "store_us": await _median_us(
-            lambda: store.find_reusable(ctx.principal.id, tool.name, digest, kind="connect"),
-            calls,
+    steps: dict[str, Callable[[], Awaitable[object]]] = {
+        "gate_us": lambda: gate.reissued("secret", tool, ARGS, ctx),
+        "store_us": lambda: store.find_reusable(
+            ctx.principal.id, tool.name, digest, kind="connect"
         ),
-        "vault_us": await _median_us(lambda: vault.secret("secret", ctx.principal.id), calls),
+        "vault_us": lambda: vault.secret("secret", ctx.principal.id),
     }
+    samples: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(calls):
+        for name, step in steps.items():
+            await gateway.call_tool("shared__echo", ARGS, ctx)
+            started = time.perf_counter()
+            await step()
+            samples[name].append((time.perf_counter() - started) * 1e6)
+    return {name: statistics.median(found) for name, found in samples.items()}
 
 
 async def _concurrently(run: Callable[[str], Awaitable[Any]], names: list[str]) -> float:
