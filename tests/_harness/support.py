@@ -59,6 +59,10 @@ def write_config(directory: Path, servers: Sequence[dict[str, Any]], **sections:
     return path
 
 
+GRACE = 15
+"""Seconds a served app's graceful stop waits for open requests before cancelling them."""
+
+
 class _Crashing(uvicorn.Server):
     """Stops as a killed process does: its open connections are dropped, not waited for.
     uvicorn's graceful stop waits for every open request first, and a client's long-lived
@@ -77,10 +81,18 @@ async def serve_asgi(
     app: ASGIApp, port: int | None = None, *, crash: bool = False
 ) -> AsyncIterator[str]:
     """Run ``app`` under uvicorn on 127.0.0.1; yields the base URL. At the end it stops
-    gracefully (waiting for open requests) or, with ``crash``, drops its open connections as a
+    gracefully (waiting for open requests, at most `GRACE` seconds: a client's stream left open
+    by a failed test must not hang the run) or, with ``crash``, drops its open connections as a
     killed server would (what restarting an upstream under a connected gateway needs)."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=GRACE,
+    )
     server = _Crashing(config) if crash else uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
