@@ -1,0 +1,136 @@
+"""``oauth`` mode over the stdio face (issue 27), both eras: each ``lockgate stdio`` process
+serves one agent; their connect links and ``/oauth/callback`` are those of the ``lockgate
+serve`` replica of the same config (``auth.public_url``), which shares the vault and the
+approvals store (one SQLite file) and the links' key (``approvals.request_state_key``).
+
+Bob connects through the replica's REST API (what ``lockgate connections connect`` does); Alice's
+call on her stdio gateway is held with a connect link, which her browser (Chromium) follows to
+oidc-provider and back to the replica's callback; her re-issued call then runs, once, as her,
+and Bob's stdio gateway reaches the upstream as him."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from connect_support import link_of
+from credentials_support import AGENTS, every_log_line, vault_keys
+from gateway_faces import LEGACY, MODERN
+from mcp import Client, StdioServerParameters
+from oauth import USERS, Provider, Upstream, browser_login, oidc_provider, protected_upstream
+from oauth_gateway import ALICE, BOB, connect, leaks, oauth_config, oauth_server, served, tokens_of
+from support import MODES, free_port
+
+PORT = free_port()
+CALLBACK = f"http://127.0.0.1:{PORT}/oauth/callback"
+LINKS_KEY = "LOCKGATE_TEST_OAUTH_STDIO_LINKS_KEY"
+TOOL = "notes__whoami"
+pytestmark = pytest.mark.timeout(300)  # Chromium, two stdio gateways, and npm on a cold cache
+
+
+@pytest.fixture(scope="module")
+async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
+    async with oidc_provider(tmp_path_factory, redirect_uris=[CALLBACK]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
+    async with protected_upstream(provider.issuer) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def links_key() -> Iterator[None]:
+    """The key sealing connect links, the same for the stdio gateways and the replica."""
+    os.environ[LINKS_KEY] = os.urandom(32).hex()
+    try:
+        yield
+    finally:
+        os.environ.pop(LINKS_KEY, None)
+
+
+class Relisted:
+    """A message handler: ``changed`` is set by each ``tools/list_changed`` notification."""
+
+    def __init__(self) -> None:
+        self.changed = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.changed.set()
+
+
+@contextlib.asynccontextmanager
+async def stdio_agent(config: Path, principal: str, mode: str) -> AsyncIterator[Client]:
+    """``lockgate stdio -c CONFIG`` as ``principal`` (its token in ``$LOCKGATE_TOKEN``), once
+    it lists the ``notes`` tools: the gateway learns them in the background at start, through a
+    connected principal's grant, and tells the client with ``tools/list_changed``."""
+    env = {**os.environ, "LOCKGATE_TOKEN": AGENTS[principal]}
+    args = ["-m", "gateway.cli", "stdio", "-c", str(config)]
+    server = StdioServerParameters(
+        command=sys.executable, args=args, env=env, cwd=str(config.parent)
+    )
+    relisted = Relisted()
+    async with Client(
+        server, mode=mode, read_timeout_seconds=60, message_handler=relisted
+    ) as client:
+        assert client.protocol_version == (LEGACY if mode == "legacy" else MODERN)
+        await _listed(client, relisted)
+        yield client
+
+
+async def _lists_notes(client: Client) -> bool:
+    return TOOL in {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def _listed(client: Client, relisted: Relisted) -> None:
+    """Return once ``client`` lists ``TOOL``, listing again each time it is told the list
+    changed (2026-07-28: by its ``subscriptions/listen`` stream)."""
+    if client.protocol_version == MODERN:
+        async with client.listen(tools_list_changed=True) as subscription:
+            changes = aiter(subscription)
+            while not await _lists_notes(client):
+                await anext(changes)
+        return
+    while not await _lists_notes(client):
+        await relisted.changed.wait()
+        relisted.changed = anyio.Event()
+
+
+def _structured(result: Any) -> Any:
+    assert not result.is_error, result
+    return result.structured_content
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_stdio_agents_connect_through_the_replica_and_each_is_seen_as_themselves(
+    tmp_path: Path, upstream: Upstream, mode: str
+) -> None:
+    approvals = {"store": "sqlite", "path": "pending.db", "request_state_key": f"env:{LINKS_KEY}"}
+    servers = [oauth_server(upstream.url)]
+    with vault_keys(), links_key(), every_log_line() as logs, anyio.fail_after(240):
+        config = oauth_config(tmp_path, servers, port=PORT, approvals=approvals)
+        async with served(config, PORT) as (gateway, base):
+            pages = [await connect(base, BOB)]
+            async with stdio_agent(config, ALICE, mode) as alice:
+                held = await alice.call_tool(TOOL, {})
+                link = link_of(held)
+                assert link.startswith(f"{base}/connect/"), link
+                pages.append(await browser_login(link, "alice", USERS["alice"]))
+                alice_is = _structured(await alice.call_tool(TOOL, {}))
+            async with stdio_agent(config, BOB, mode) as bob:
+                bob_is = _structured(await bob.call_tool(TOOL, {}))
+            [record] = await gateway.parts.approvals.store.list(kind="connect")
+            tokens = [*await tokens_of(gateway, ALICE), *await tokens_of(gateway, BOB)]
+    assert (alice_is["sub"], bob_is["sub"]) == ("alice", "bob")
+    assert alice_is["aud"] == upstream.url
+    assert (record.principal, record.state) == (ALICE, "done")
+    assert not leaks({*tokens, *upstream.seen.tokens}, config, logs.lines, pages)
