@@ -6,7 +6,8 @@
 // Settings: port, clients (pre-registered client metadata), users ({login: password}),
 // resource_scopes (scopes of every resource server), access_token_ttl (seconds),
 // rotate_refresh_tokens (bool), exchange_audiences (resources the token-exchange grant may
-// target; empty: any), exchange_refused (subjects whose tokens it never exchanges).
+// target; empty: any), exchange_refused (subjects whose tokens it never exchanges),
+// client_metadata_ca (a PEM file: turns on Client ID Metadata Documents, below).
 //
 // Besides what oidc-provider does out of the box (authorization code + PKCE, dev login and
 // consent pages, dynamic registration, client credentials, refresh, revocation, introspection,
@@ -17,8 +18,16 @@
 //   - `password` (test only): a user's login and password give that user's access token for a
 //     `resource`, so tests mint callers' JWTs without a browser.
 // The dev login form checks the password too (oidc-provider's dev interactions accept any).
+//
+// With client_metadata_ca, oidc-provider's own Client ID Metadata Document support (its
+// experimental `clientIdMetadataDocument` feature, draft-02) is on: an https `client_id` is
+// fetched as the client's metadata, and the metadata advertises
+// `client_id_metadata_document_supported`. Its fetches (the provider's `fetch` option) trust
+// that CA and may reach 127.0.0.1, where the tests serve the documents.
 
 import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -51,7 +60,29 @@ function findAccount(ctx, id) {
   return { accountId: id, claims: () => ({ sub: id, name: id, email: `${id}@example.test` }) };
 }
 
+// The provider's fetches (client metadata documents) over node:https, trusting only `ca`.
+function fetchTrusting(ca) {
+  return (url, { method, headers, signal }) => new Promise((resolve, reject) => {
+    const options = { method, headers: Object.fromEntries(headers), ca, signal };
+    const sent = request(url, options, (answer) => {
+      const chunks = [];
+      answer.on('data', (chunk) => chunks.push(chunk));
+      answer.on('error', reject);
+      answer.on('end', () => resolve(new Response(Buffer.concat(chunks), {
+        status: answer.statusCode,
+        headers: Object.entries(answer.headers).map(([name, value]) => [name, String(value)]),
+      })));
+    });
+    sent.on('error', reject);
+    sent.end();
+  });
+}
+
+const metadataCa = settings.client_metadata_ca ? readFileSync(settings.client_metadata_ca) : undefined;
+const cimd = metadataCa ? { clientIdMetadataDocument: { enabled: true, ack: 'draft-02' } } : {};
+
 const provider = new Provider(issuer, {
+  ...(metadataCa ? { fetch: fetchTrusting(metadataCa) } : {}),
   clients: settings.clients ?? [],
   findAccount,
   jwks: { keys: [signing] },
@@ -76,6 +107,7 @@ const provider = new Provider(issuer, {
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator) => resourceServer(indicator),
     },
+    ...cimd,
   },
 });
 provider.proxy = false;

@@ -7,7 +7,9 @@ consent pages (`browser_login` drives them), a pre-registered confidential clien
 registration (RFC 7591) at ``/reg``, client credentials, refresh tokens (rotated unless told
 not to), revocation, introspection, resource indicators (RFC 8707) with JWT access tokens whose
 ``aud`` is the resource, the RFC 8693 token-exchange grant and a test-only ``password`` grant,
-both registered with ``provider.registerGrantType``.
+both registered with ``provider.registerGrantType``; and, asked for, Client ID Metadata
+Documents (its own ``clientIdMetadataDocument`` feature): an https ``client_id`` is fetched as
+the client's metadata, trusting a test CA.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ async def oidc_provider(
     exchange_audiences: Sequence[str] = (),
     exchange_refused: Sequence[str] = (),
     port: int | None = None,
+    client_metadata_ca: Path | None = None,
 ) -> AsyncIterator[Provider]:
     """Run the provider until the block ends.
 
@@ -142,6 +145,9 @@ async def oidc_provider(
         exchange_audiences: the resources token exchange may target; empty: any.
         exchange_refused: users whose tokens it refuses to exchange (``invalid_grant``).
         port: where to listen (a free port by default).
+        client_metadata_ca: a PEM file; given, the provider supports Client ID Metadata
+            Documents (advertising ``client_id_metadata_document_supported``) and fetches them
+            over https trusting this CA, on 127.0.0.1 too.
     """
     port = port or free_port()
     client = {
@@ -160,6 +166,7 @@ async def oidc_provider(
         "rotate_refresh_tokens": rotate_refresh_tokens,
         "exchange_audiences": list(exchange_audiences),
         "exchange_refused": list(exchange_refused),
+        "client_metadata_ca": None if client_metadata_ca is None else str(client_metadata_ca),
     }
     package = provider_package(tmp_path_factory)
     argv = [NODE, str(SCRIPT), str(package), json.dumps(settings)]
