@@ -12,7 +12,7 @@ never another principal's token.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from gateway.credentials.errors import NeedsReconnect
@@ -50,6 +50,21 @@ class OAuthGuard(WrapperToolset):
         if failure.kind == "reconnect":
             return self._reconnect(failure.message, tool)
         return failure_result(failure.message, "upstream_unavailable", server=self.provider.server)
+
+    def _unlisted(self, key: str) -> bool:
+        """No catalogue yet, and none of ``key``'s own: they may have connected on another
+        replica (the vault is shared, its listeners are not)."""
+        return not self.pool.catalogues.common and key not in self.pool.entries
+
+    def variant(self, ctx: CallContext) -> Hashable:
+        key = principal_key(ctx.principal)
+        return ("unlisted", key) if self._unlisted(key) else self.pool.variant(ctx)
+
+    async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        key = principal_key(ctx.principal)
+        if self._unlisted(key) and await self.provider.connected(key):
+            await self.pool.warm(key, notify=False)  # list through their connection
+        return await self.pool.get_tools(ctx)
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
