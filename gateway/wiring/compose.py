@@ -286,7 +286,7 @@ def _served(config: GatewayConfig, calls: ToolCalls, extra: Sequence[Toolset]) -
     upstreams: dict[str, MCPServerToolset] = {}
     events = event_parts(config, shared)
     vault = build_vault(config, shared, events.recorder.record)
-    gate = connect_gate(config, _state_key(config)) if vault is not None else None
+    gate = None if vault is None else connect_gate(config, _state_key(config), vault)
     credentials = None if vault is None else build_credentials(config, vault, shared)
     pools: list[PerPrincipalToolset] = []
     children = _children(

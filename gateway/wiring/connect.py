@@ -3,6 +3,8 @@ the pending store once the approvals are, and told by the vault of each connecti
 
 from __future__ import annotations
 
+from typing import Final
+
 from gateway.approvals.store import PendingStore
 from gateway.config.model import GatewayConfig
 from gateway.connect import ConnectGate, ConnectLinks, Record
@@ -11,6 +13,8 @@ from gateway.vault import Vault
 from toolsets.abstract import Toolset
 
 __all__ = ["base_url", "bind_gate", "connect_gate", "connected", "with_connections"]
+
+_LINKS_PURPOSE: Final = b"lockgate/connect-links/v1"
 
 
 def base_url(config: GatewayConfig) -> str:
@@ -21,15 +25,18 @@ def base_url(config: GatewayConfig) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{config.listen.port}"
 
 
-def connect_gate(config: GatewayConfig, key: bytes | None) -> ConnectGate | None:
+def connect_gate(config: GatewayConfig, key: bytes | None, vault: Vault) -> ConnectGate | None:
     """The gate holding calls of callers not connected yet, when a server has per-caller
-    credentials; ``key`` seals its links (``approvals.request_state_key``)."""
+    credentials; ``key`` seals its links (``approvals.request_state_key``), else a key derived
+    from ``vault``'s current key: every process of the config opens them, so the links a
+    ``lockgate stdio`` hands out work at the ``lockgate serve`` sharing its vault."""
     modes = {
         s.name: s.credentials.mode for s in config.enabled_servers() if s.credentials.per_principal
     }
     if not modes or config.vault is None:
         return None
-    return ConnectGate(config.connect, ConnectLinks(base_url(config), key), modes)
+    sealing = vault.keyring.derived(_LINKS_PURPOSE) if key is None else key
+    return ConnectGate(config.connect, ConnectLinks(base_url(config), sealing), modes)
 
 
 def bind_gate(gate: ConnectGate, store: PendingStore, record: Record, vault: Vault) -> None:

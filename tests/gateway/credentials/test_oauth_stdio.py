@@ -1,7 +1,9 @@
 """``oauth`` mode over the stdio face (issue 27), both eras: each ``lockgate stdio`` process
 serves one agent; their connect links and ``/oauth/callback`` are those of the ``lockgate
 serve`` replica of the same config (``auth.public_url``), which shares the vault and the
-approvals store (one SQLite file) and the links' key (``approvals.request_state_key``).
+approvals store (one SQLite file). The config is the plain one, without
+``approvals.request_state_key``: the links are sealed with a key derived from the vault's, so
+the replica opens the links the stdio gateways hand out.
 
 Bob connects through the replica's REST API (what ``lockgate connections connect`` does); Alice's
 call on her stdio gateway is held with a connect link, which her browser (Chromium) follows to
@@ -13,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,6 @@ from support import MODES, free_port
 
 PORT = free_port()
 CALLBACK = f"http://127.0.0.1:{PORT}/oauth/callback"
-LINKS_KEY = "LOCKGATE_TEST_OAUTH_STDIO_LINKS_KEY"
 TOOL = "notes__whoami"
 pytestmark = pytest.mark.timeout(300)  # Chromium, two stdio gateways, and npm on a cold cache
 
@@ -45,16 +46,6 @@ async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pr
 async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
     async with protected_upstream(provider.issuer) as running:
         yield running
-
-
-@contextlib.contextmanager
-def links_key() -> Iterator[None]:
-    """The key sealing connect links, the same for the stdio gateways and the replica."""
-    os.environ[LINKS_KEY] = os.urandom(32).hex()
-    try:
-        yield
-    finally:
-        os.environ.pop(LINKS_KEY, None)
 
 
 class Relisted:
@@ -114,10 +105,9 @@ def _structured(result: Any) -> Any:
 async def test_stdio_agents_connect_through_the_replica_and_each_is_seen_as_themselves(
     tmp_path: Path, upstream: Upstream, mode: str
 ) -> None:
-    approvals = {"store": "sqlite", "path": "pending.db", "request_state_key": f"env:{LINKS_KEY}"}
     servers = [oauth_server(upstream.url)]
-    with vault_keys(), links_key(), every_log_line() as logs, anyio.fail_after(240):
-        config = oauth_config(tmp_path, servers, port=PORT, approvals=approvals)
+    with vault_keys(), every_log_line() as logs, anyio.fail_after(240):
+        config = oauth_config(tmp_path, servers, port=PORT)
         async with served(config, PORT) as (gateway, base):
             pages = [await connect(base, BOB)]
             async with stdio_agent(config, ALICE, mode) as alice:
@@ -125,6 +115,7 @@ async def test_stdio_agents_connect_through_the_replica_and_each_is_seen_as_them
                 link = link_of(held)
                 assert link.startswith(f"{base}/connect/"), link
                 pages.append(await browser_login(link, "alice", USERS["alice"]))
+                assert pages[-1].startswith(f"{base}/oauth/callback?"), pages[-1]
                 alice_is = _structured(await alice.call_tool(TOOL, {}))
             async with stdio_agent(config, BOB, mode) as bob:
                 bob_is = _structured(await bob.call_tool(TOOL, {}))
