@@ -16,6 +16,7 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from connect_support import link_of
 from credentials_support import AGENTS, every_log_line, vault_keys
 from gateway_faces import LEGACY, MODERN
 from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
 from oauth import USERS, Provider, Upstream, browser_login, oidc_provider, protected_upstream
 from oauth_gateway import ALICE, BOB, connect, leaks, oauth_config, oauth_server, served, tokens_of
 from support import MODES, free_port
@@ -59,8 +61,25 @@ class Relisted:
             self.changed.set()
 
 
+@dataclass
+class Opener:
+    """A user at an MCP client that declared URL-mode elicitation: each link it is sent, Alice
+    opens in Chromium (login and consent at the provider), then accepts."""
+
+    landed: list[str] = field(default_factory=list)
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams), params
+        self.landed.append(await browser_login(params.url, "alice", USERS["alice"]))
+        return types.ElicitResult(action="accept")
+
+
 @contextlib.asynccontextmanager
-async def stdio_agent(config: Path, principal: str, mode: str) -> AsyncIterator[Client]:
+async def stdio_agent(
+    config: Path, principal: str, mode: str, opener: Opener | None = None
+) -> AsyncIterator[Client]:
     """``lockgate stdio -c CONFIG`` as ``principal`` (its token in ``$LOCKGATE_TOKEN``), once
     it lists the ``notes`` tools: the gateway learns them in the background at start, through a
     connected principal's grant, and tells the client with ``tools/list_changed``."""
@@ -71,7 +90,11 @@ async def stdio_agent(config: Path, principal: str, mode: str) -> AsyncIterator[
     )
     relisted = Relisted()
     async with Client(
-        server, mode=mode, read_timeout_seconds=60, message_handler=relisted
+        server,
+        mode=mode,
+        read_timeout_seconds=60,
+        message_handler=relisted,
+        elicitation_callback=opener,
     ) as client:
         assert client.protocol_version == (LEGACY if mode == "legacy" else MODERN)
         await _listed(client, relisted)
@@ -125,3 +148,23 @@ async def test_stdio_agents_connect_through_the_replica_and_each_is_seen_as_them
     assert alice_is["aud"] == upstream.url
     assert (record.principal, record.state) == (ALICE, "done")
     assert not leaks({*tokens, *upstream.seen.tokens}, config, logs.lines, pages)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_stdio_agent_sent_the_link_by_elicitation_connects_and_its_held_call_runs(
+    tmp_path: Path, upstream: Upstream, mode: str
+) -> None:
+    """The held call waits while Alice connects through the replica (2025-11-25: the link by
+    ``elicitation/create``; 2026-07-28: in an ``InputRequiredResult``), then answers as her."""
+    opener = Opener()
+    with vault_keys(), anyio.fail_after(240):
+        config = oauth_config(tmp_path, [oauth_server(upstream.url)], port=PORT)
+        async with served(config, PORT) as (gateway, base):
+            await connect(base, BOB)
+            async with stdio_agent(config, ALICE, mode, opener) as alice:
+                alice_is = _structured(await alice.call_tool(TOOL, {}))
+            [record] = await gateway.parts.approvals.store.list(kind="connect")
+    [landed] = opener.landed
+    assert landed.startswith(f"{base}/oauth/callback?"), landed
+    assert alice_is["sub"] == "alice"
+    assert (record.principal, record.state) == (ALICE, "done")
