@@ -82,11 +82,16 @@ async def stdio_agent(
 ) -> AsyncIterator[Client]:
     """``lockgate stdio -c CONFIG`` as ``principal`` (its token in ``$LOCKGATE_TOKEN``), once
     it lists the ``notes`` tools: the gateway learns them in the background at start, through a
-    connected principal's grant, and tells the client with ``tools/list_changed``."""
+    connected principal's grant, and tells the client with ``tools/list_changed``. Its log
+    (standard error) is kept in `stdio_log`."""
     env = {**os.environ, "LOCKGATE_TOKEN": AGENTS[principal]}
-    args = ["-m", "gateway.cli", "stdio", "-c", str(config)]
+    env["STDIO_LOG"] = str(stdio_log(config, principal))
+    launch = 'exec "$0" -m gateway.cli stdio -c "$1" 2>>"$STDIO_LOG"'
     server = StdioServerParameters(
-        command=sys.executable, args=args, env=env, cwd=str(config.parent)
+        command="/bin/sh",
+        args=["-c", launch, sys.executable, str(config)],
+        env=env,
+        cwd=str(config.parent),
     )
     relisted = Relisted()
     async with Client(
@@ -99,6 +104,11 @@ async def stdio_agent(
         assert client.protocol_version == (LEGACY if mode == "legacy" else MODERN)
         await _listed(client, relisted)
         yield client
+
+
+def stdio_log(config: Path, principal: str) -> Path:
+    """Where `stdio_agent` keeps the log of ``principal``'s stdio gateway."""
+    return config.parent / f"stdio-{principal.replace(':', '-')}.log"
 
 
 async def _lists_notes(client: Client) -> bool:
@@ -147,7 +157,9 @@ async def test_stdio_agents_connect_through_the_replica_and_each_is_seen_as_them
     assert (alice_is["sub"], bob_is["sub"]) == ("alice", "bob")
     assert alice_is["aud"] == upstream.url
     assert (record.principal, record.state) == (ALICE, "done")
-    assert not leaks({*tokens, *upstream.seen.tokens}, config, logs.lines, pages)
+    stdio_logs = [stdio_log(config, p).read_text() for p in (ALICE, BOB)]
+    assert "upstream notes is up" in stdio_logs[0]  # what the grep below reads
+    assert not leaks({*tokens, *upstream.seen.tokens}, config, logs.lines, stdio_logs, pages)
 
 
 @pytest.mark.parametrize("mode", MODES)
