@@ -13,10 +13,12 @@ approval, in a pending record of kind ``connect``, until they connect.
 The vault tells the gate when a connection is made (`connected`, one of its listeners): every
 record of that principal and server waiting for it becomes ``approved``.
 
-A connected caller's call looks for an ``approved`` record to claim only when its principal may
-have one: the gate keeps the set of principals with one, read from the store again after any
-write to it is told of (the store's own writes here, the PostgreSQL notifications of other
-replicas' writes, a reconnect of those), so a call of a caller with none reads nothing.
+A connected caller's call looks for a record to claim only when its principal may have one: the
+gate keeps the set of principals with a ``pending`` or ``approved`` connect record, read from the
+store again after any write to it is told of (the store's own writes here, the PostgreSQL
+notifications of other replicas' writes, a reconnect of those) and at least every `REREAD`
+seconds, so a call of a caller with none reads nothing. A record held on another replica is told
+of when it is created, long before its caller connects and calls again.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ Record = Callable[[Event], Awaitable[None]]
 Connected = Callable[[str, str], Awaitable[bool]]
 """``connected(server, principal)``: whether the principal has a credential for the server."""
 INDEX_LIMIT: Final = 10_000
-"""Approved connect records the gate indexes in memory; with more, every call looks."""
+"""Held connect records the gate indexes in memory; with more, every call looks."""
+REREAD: Final = 1.0
+"""Seconds the index is trusted without a write told of (a notification lost in an outage)."""
 
 
 class ConnectGate:
@@ -69,8 +73,9 @@ class ConnectGate:
         self._store: PendingStore | None = None
         self._record: Record | None = None
         self._connected: Connected | None = None
-        self._approved: set[str] | None = None  # None: unknown, every call looks
-        self._stale = True  # the store was written since `_approved` was read
+        self._holding: set[str] | None = None  # None: unknown, every call looks
+        self._stale = True  # the store was written since `_holding` was read
+        self._read_at = 0.0
         self._reading = anyio.Lock()
 
     def bind(self, store: PendingStore, record: Record, connected: Connected) -> None:
@@ -81,7 +86,7 @@ class ConnectGate:
 
     def _written(self, id: str | None) -> None:
         """The store's observer: a record changed (here or elsewhere), or changes may have been
-        missed: the principals with an ``approved`` record are read again before next use."""
+        missed: the principals with a held record are read again before next use."""
         self._stale = True
 
     @property
@@ -116,21 +121,27 @@ class ConnectGate:
         return await self._claim(call) if call is not None and call.state == "approved" else None
 
     async def _may_hold(self, principal: str) -> bool:
-        """Whether ``principal`` may have an ``approved`` connect record to claim."""
-        if self._stale:
+        """Whether ``principal`` may have a held connect record to claim."""
+        if self._due():
             async with self._reading:
-                if self._stale:
-                    await self._read_approved()
-        return self._approved is None or principal in self._approved
+                if self._due():
+                    await self._read_held()
+        return self._holding is None or principal in self._holding
 
-    async def _read_approved(self) -> None:
-        self._stale = False  # a write told of from now on is read again
+    def _due(self) -> bool:
+        return self._stale or anyio.current_time() - self._read_at > REREAD
+
+    async def _read_held(self) -> None:
+        # Not stale from here: a write told of during the read is read again.
+        self._stale, self._read_at = False, anyio.current_time()
         try:
-            found = await self.store.list(state="approved", kind="connect", limit=INDEX_LIMIT)
+            found = await self.store.list(
+                state=("pending", "approved"), kind="connect", limit=INDEX_LIMIT
+            )
         except BaseException:
             self._stale = True
             raise
-        self._approved = None if len(found) >= INDEX_LIMIT else {c.principal for c in found}
+        self._holding = None if len(found) >= INDEX_LIMIT else {c.principal for c in found}
 
     async def finished(self, held: str, result: ToolResult) -> None:
         with contextlib.suppress(PendingConflict, PendingNotFound):
