@@ -61,9 +61,10 @@ class Grants:
     def __init__(self, server: str, vault: Vault, locks: RefreshLocks) -> None:
         self.server, self.vault, self.locks = server, vault, locks
 
-    async def held(self, principal: str) -> Held | None:
-        """``principal``'s connection and grant, or None when they have none."""
-        found = await self.vault.entry(self.server, principal)
+    async def held(self, principal: str, *, fresh: bool = False) -> Held | None:
+        """``principal``'s connection and grant, or None when they have none (``fresh``: read
+        from the store, not as opened a moment ago)."""
+        found = await self.vault.entry(self.server, principal, fresh=fresh)
         if found is None:
             return None
         connection, sealed = found
@@ -92,7 +93,7 @@ class Grants:
             NeedsReconnect, AuthServerDown: as `access_token`.
         """
         async with self.locks.hold(f"{self.server}\0{principal}"):
-            found = await self.held(principal)  # again, under the lock
+            found = await self.held(principal, fresh=True)  # again, under the lock
             if found is None or not found.grant.usable:
                 return None
             grant = found.grant
@@ -124,7 +125,7 @@ class Grants:
     ) -> None:
         """Mark ``principal``'s grant unusable (they must connect again, with a larger scope
         when ``stepped_up``), once."""
-        found = await self.held(principal)
+        found = await self.held(principal, fresh=True)
         if found is None or not found.grant.usable:
             return
         broken = found.grant.broken(reason, stepped_up=stepped_up, wanted_scope=wanted_scope)

@@ -3,7 +3,8 @@
 The vault is the only code that holds a secret in clear: it seals on `set`, opens on `secret`
 (for the connection pool, never for a page), and shows anyone else a `Connection` (id, server,
 principal, times). Its events, ``credential.connected`` and ``credential.revoked``, carry the
-same and nothing more.
+same and nothing more. What it opened is used again for a moment (`RecentReads`: a change made
+by another replica counts within a second, one made here at once).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import replace
 from gateway.events.model import Event
 from gateway.vault.cipher import Keyring
 from gateway.vault.errors import VaultError
+from gateway.vault.recent import RecentReads
 from gateway.vault.record import Connection, SealedRecord
 from gateway.vault.store import VaultStore
 
@@ -39,13 +41,21 @@ class Vault:
         store: Where sealed records live.
         keyring: The current key and the older ones still readable.
         record: Puts an event on record (audit, then the bus).
+        recent: What was opened a moment ago (default: for `gateway.vault.recent.FRESH_FOR`).
     """
 
-    def __init__(self, store: VaultStore, keyring: Keyring, record: Record = _no_record) -> None:
+    def __init__(
+        self,
+        store: VaultStore,
+        keyring: Keyring,
+        record: Record = _no_record,
+        recent: RecentReads | None = None,
+    ) -> None:
         self.store = store
         self.keyring = keyring
         self.record = record
         self.listeners: list[Listener] = []
+        self.recent = recent or RecentReads()
 
     async def set(
         self,
@@ -97,7 +107,11 @@ class Vault:
     async def _put(self, connection: Connection, secret: str) -> None:
         c = connection
         key, sealed = self.keyring.seal(secret, server=c.server, principal=c.principal)
-        await self.store.put(SealedRecord(connection=connection, key_id=key, sealed=sealed))
+        self.recent.forget(c.server, c.principal)
+        try:
+            await self.store.put(SealedRecord(connection=connection, key_id=key, sealed=sealed))
+        finally:
+            self.recent.forget(c.server, c.principal)  # a read meanwhile saw the old one
 
     async def _tell(self, server: str, principal: str) -> None:
         for listener in self.listeners:
@@ -109,19 +123,27 @@ class Vault:
         Raises:
             VaultError: the record does not open (`VaultKeyMissing`: its key is not held).
         """
-        found = await self.store.get(server, principal)
-        if found is None:
-            return None
-        return self._open(found)
+        found = await self.entry(server, principal)
+        return None if found is None else found[1]
 
-    async def entry(self, server: str, principal: str) -> tuple[Connection, str] | None:
-        """``principal``'s connection to ``server`` and its secret in clear, or None.
+    async def entry(
+        self, server: str, principal: str, *, fresh: bool = False
+    ) -> tuple[Connection, str] | None:
+        """``principal``'s connection to ``server`` and its secret in clear, or None; opened a
+        moment ago (`RecentReads`) unless ``fresh`` (read from the store: what a refresh
+        under its lock must see).
 
         Raises:
             VaultError: as `secret`.
         """
+        if not fresh and (known := self.recent.get(server, principal)) is not None:
+            return known
         found = await self.store.get(server, principal)
-        return None if found is None else (found.connection, self._open(found))
+        if found is None:
+            return None
+        opened = (found.connection, self._open(found))
+        self.recent.keep(*opened)
+        return opened
 
     def _open(self, found: SealedRecord) -> str:
         c = found.connection
@@ -133,9 +155,11 @@ class Vault:
         self, server: str, principal: str, *, by: str, mode: str = "secret"
     ) -> Connection | None:
         """Forget ``principal``'s secret for ``server``; the connection it had, or None."""
+        self.recent.forget(server, principal)
         found = await self.store.get(server, principal)
         if found is None or not await self.store.delete(server, principal):
             return None
+        self.recent.forget(server, principal)
         data = {**_data(found.connection, mode), "by": by}
         await self.record(Event(type="credential.revoked", data=data))
         await self._tell(server, principal)
@@ -160,6 +184,7 @@ class Vault:
             key, sealed = self.keyring.seal(secret, server=c.server, principal=c.principal)
             await self.store.put(replace(found, key_id=key, sealed=sealed))
             count += 1
+        self.recent.clear()
         return count
 
     async def close(self) -> None:

@@ -1,6 +1,7 @@
 """The vault at rest: secrets are sealed (never stored in clear), unreadable with another key,
 and readable again after ``lockgate vault rotate --new-key``; in the SQLite file and in
-PostgreSQL."""
+PostgreSQL. What it opened is used again for a moment: a revoke counts at once in its own
+process, and within `FRESH_FOR` seconds in another."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from gateway_faces import CLI
 from pg_support import PG_DSN, fresh_schema, pg_storage
 
 from gateway.vault import Vault, VaultError, VaultKeyMissing
+from gateway.vault.recent import FRESH_FOR, RecentReads
 from gateway.wiring.checks import load_config
 from gateway.wiring.stores import shared_backend
 from gateway.wiring.vault import build_vault
@@ -121,3 +123,37 @@ async def test_a_sealed_secret_copied_to_another_principal_does_not_open(tmp_pat
                 await vault.secret("web", "agent:bob")
         finally:
             await _close(vault)
+
+
+class _Clock:
+    """A clock the test moves (the vault's recent reads expire on it)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_revoke_counts_at_once_here_and_within_a_moment_on_another_replica(
+    tmp_path: Path, store: dict[str, object]
+) -> None:
+    alice = "agent:alice"
+    with vault_keys():
+        config = credentials_config(tmp_path, [SECRET_WEB], **store)
+        here, there = await _open(config), await _open(config)
+        clock = _Clock()
+        there.recent = RecentReads(clock=clock)
+        try:
+            await here.set("web", alice, SECRETS[alice])
+            assert await there.secret("web", alice) == SECRETS[alice]
+            await here.revoke("web", alice, by="user:ops")
+            assert await here.secret("web", alice) is None  # at once where it was revoked
+            assert await there.secret("web", alice) == SECRETS[alice]  # opened a moment ago
+            clock.now += FRESH_FOR
+            assert await there.secret("web", alice) is None  # the moment is over
+            await there.set("web", alice, "replaced")
+            assert await there.secret("web", alice) == "replaced"  # a write here: at once
+        finally:
+            await _close(here)
+            await _close(there)
