@@ -66,6 +66,10 @@ class ApprovalGate(Protocol):
         ...
 
 
+_HELD = frozenset({"ask", "defer"})
+"""The effects the gate holds a call for."""
+
+
 class ApprovalRequiredToolset(WrapperToolset):
     """Calls whose decision is ``ask`` or ``defer`` go through ``gate``; approved ones run below.
 
@@ -76,11 +80,15 @@ class ApprovalRequiredToolset(WrapperToolset):
         super().__init__(wrapped)
         self.gate = gate
 
+    def passes_through(self, ctx: CallContext) -> bool:
+        """Whether the call is handed on untouched: its decision is neither ask nor defer."""
+        return ctx.decision is None or ctx.decision.effect not in _HELD
+
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
         decision = ctx.decision
-        if decision is None or decision.effect not in {"ask", "defer"}:
+        if decision is None or self.passes_through(ctx):
             return await self.wrapped.call_tool(name, args, ctx, tool)
         outcome = await self.gate.hold(tool, args, ctx)
         if isinstance(outcome, ToolResult):

@@ -103,13 +103,20 @@ class RateLimitedToolset(WrapperToolset):
         self.observer = observer
         self.clock = clock
 
+    def passes_through(self, ctx: CallContext) -> bool:
+        """Whether the call is handed on uncounted: not allowed, or allowed with no limit."""
+        decision = ctx.decision
+        return (
+            decision is None
+            or decision.effect != "allow"
+            or not (decision.limits or decision.shadow)
+        )
+
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
         decision = ctx.decision
-        if decision is None or decision.effect != "allow":
-            return await self.wrapped.call_tool(name, args, ctx, tool)
-        if decision.limits or decision.shadow:
+        if decision is not None and not self.passes_through(ctx):
             ctx = await self._count(decision, args, ctx, tool)
         return await self.wrapped.call_tool(name, args, ctx, tool)
 

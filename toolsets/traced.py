@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext
@@ -14,7 +14,17 @@ from toolsets.tooldef import ToolDef
 from toolsets.trace_context import carried
 from toolsets.wrapper import WrapperToolset
 
-__all__ = ["StepSpan", "StepTracer", "TracedToolset"]
+__all__ = ["PassThrough", "StepSpan", "StepTracer", "TracedToolset"]
+
+
+@runtime_checkable
+class PassThrough(Protocol):
+    """A step that does nothing for some calls (the approval gate for an allowed call): those
+    get no span of it."""
+
+    def passes_through(self, ctx: CallContext) -> bool:
+        """Whether the step hands this call on untouched."""
+        ...
 
 
 class StepSpan(Protocol):
@@ -43,12 +53,14 @@ class StepTracer(Protocol):
 
 
 class TracedToolset(WrapperToolset):
-    """A span named by ``step`` around each call through ``wrapped``; listings pass untraced."""
+    """A span named by ``step`` around each call through ``wrapped`` that the step does work
+    for (a `PassThrough` step handing a call on untouched gets none); listings pass untraced."""
 
     def __init__(self, step: str, wrapped: Toolset, tracer: StepTracer) -> None:
         super().__init__(wrapped)
         self.step = step
         self.tracer = tracer
+        self._passes = wrapped.passes_through if isinstance(wrapped, PassThrough) else None
 
     @property
     def label(self) -> str:
@@ -57,6 +69,8 @@ class TracedToolset(WrapperToolset):
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
+        if self._passes is not None and self._passes(ctx):
+            return await self.wrapped.call_tool(name, args, ctx, tool)
         with self.tracer.step(self.step, name, tool, ctx) as span, carried(span.carrier):
             result = await self.wrapped.call_tool(name, args, ctx, tool)
             span.finish(result)

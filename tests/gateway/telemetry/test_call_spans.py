@@ -93,3 +93,30 @@ async def test_an_error_result_marks_the_server_span_with_its_error_type(tmp_pat
         root = await receiver.wait_for_span(lambda s: s["name"] == "tools/call echo__fail")
     assert root["attributes"]["error.type"] == "tool_error"
     assert root["status"]["code"] == "ERROR"
+
+
+LIMITED = """\
+version: 1
+rules:
+  - id: echo-per-caller
+    tools: ["echo__*"]
+    effect: allow
+    limit: {rate: 600/min, per: principal}
+"""
+
+
+@pytest.mark.parametrize("face", HTTP_FACES[:1])
+async def test_the_rate_limit_step_has_a_span_when_it_counts_the_call(
+    face: Face, tmp_path: Path
+) -> None:
+    (tmp_path / "policy.yaml").write_text(LIMITED, encoding="utf-8")
+    async with OTLPReceiver() as receiver:
+        policies = {"files": [str(tmp_path / "policy.yaml")]}
+        config = traced_config(tmp_path, receiver.endpoint, policies=policies)
+        async with open_face(face, config) as client:
+            result = await client.call_tool("echo__echo", {"text": "hello"})
+            assert not result.is_error
+        root, spans = await call_tree(receiver, SERVER_SPAN)
+
+    assert chain_below(spans, root) == [*CHAIN_STEPS, "lockgate.rate_limit", "tools/call echo"]
+    assert root["attributes"]["lockgate.rule"] == "echo-per-caller"

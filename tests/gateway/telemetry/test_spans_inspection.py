@@ -23,11 +23,9 @@ async def test_inspection_steps_have_spans_of_their_own(face: Face, tmp_path: Pa
             assert not result.is_error
         root, spans = await call_tree(receiver, "tools/call echo__echo")
 
-    *outer, approval = CHAIN_STEPS  # arguments are inspected before the approval step
     assert chain_below(spans, root) == [
-        *outer,
+        *CHAIN_STEPS,
         "lockgate.inspect_arguments",
-        approval,
         "lockgate.inspect_results",
         "tools/call echo",
     ]
