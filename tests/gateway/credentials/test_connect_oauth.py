@@ -12,7 +12,7 @@ import httpx2
 import pytest
 from connect_support import link_of
 from credentials_support import AGENTS, vault_keys
-from oauth import USERS, Provider, Upstream, browser_login, oidc_provider, protected_upstream
+from oauth import USERS, Provider, Upstream, browser_login, oidc_provider
 from oauth_gateway import ALICE, BOB, connect, oauth_config, oauth_server, served
 from support import free_port, mcp_http_client
 
@@ -24,12 +24,6 @@ TOOL = "notes__whoami"
 async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
     callback = f"http://127.0.0.1:{PORT}/oauth/callback"
     async with oidc_provider(tmp_path_factory, redirect_uris=[callback]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
         yield running
 
 

@@ -36,7 +36,6 @@ from oauth import (
     Upstream,
     browser_login,
     oidc_provider,
-    protected_upstream,
 )
 from oauth_gateway import tokens_of
 from paths import REPO
@@ -103,12 +102,6 @@ def _config(directory: Path, upstream: str, public_url: str | None, port: int) -
 @pytest.fixture(scope="module")
 async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
     async with oidc_provider(tmp_path_factory) as running:  # clients register themselves
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
         yield running
 
 

@@ -27,7 +27,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from oauth import USERS, Provider, Upstream, browser_login, oidc_provider, protected_upstream
+from oauth import USERS, Provider, Upstream, browser_login, oidc_provider
 from oauth_gateway import (
     ALICE,
     SERVER,
@@ -149,12 +149,6 @@ async def provider(
     tmp_path_factory: pytest.TempPathFactory, tls: tuple[Path, Path], document: Document
 ) -> AsyncIterator[Provider]:
     async with oidc_provider(tmp_path_factory, client_metadata_ca=tls[0]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
         yield running
 
 

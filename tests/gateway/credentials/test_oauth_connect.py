@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from credentials_support import every_log_line, vault_keys
-from oauth import NOTES, Provider, Upstream, oidc_provider, protected_upstream
+from oauth import NOTES, Provider, Upstream, oidc_provider
 from oauth_gateway import (
     ALICE,
     BOB,
@@ -34,12 +34,6 @@ CALLBACK = f"http://127.0.0.1:{PORT}/oauth/callback"
 @pytest.fixture(scope="module")
 async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
     async with oidc_provider(tmp_path_factory, redirect_uris=[CALLBACK]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
         yield running
 
 

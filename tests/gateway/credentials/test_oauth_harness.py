@@ -26,7 +26,6 @@ from oauth import (
     chromium,
     new_page,
     oidc_provider,
-    protected_upstream,
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -40,12 +39,6 @@ CALLBACK = f"http://127.0.0.1:{free_port()}/callback"
 @pytest.fixture(scope="module")
 async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
     async with oidc_provider(tmp_path_factory, redirect_uris=[CALLBACK]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
         yield running
 
 

@@ -57,12 +57,6 @@ async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pr
         yield running
 
 
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
-        yield running
-
-
 @pytest.fixture(autouse=True)
 def client_secret(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv(SECRET_VAR, CLIENT_SECRET)

@@ -27,7 +27,7 @@ import httpx2
 import pytest
 from credentials_support import AGENTS, vault_keys
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata
-from oauth import USERS, Provider, Upstream, browser_login, oidc_provider, protected_upstream
+from oauth import USERS, Provider, Upstream, browser_login, oidc_provider
 from oauth_gateway import ALICE, SERVER, oauth_config, oauth_server, provider_of, start_connect
 from pg_support import PG_DSN, fresh_schema, pg_settings, pg_storage
 from starlette.applications import Starlette
@@ -60,12 +60,6 @@ UNKNOWN = re.compile(r"connect link is unknown, (already )?used or expired")
 @pytest.fixture(scope="module")
 async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
     async with oidc_provider(tmp_path_factory, access_token_ttl=SHORT_TTL) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
         yield running
 
 

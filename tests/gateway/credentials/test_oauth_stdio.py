@@ -28,7 +28,7 @@ from credentials_support import AGENTS, every_log_line, vault_keys
 from gateway_faces import LEGACY, MODERN
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
-from oauth import USERS, Provider, Upstream, browser_login, oidc_provider, protected_upstream
+from oauth import USERS, Provider, Upstream, browser_login, oidc_provider
 from oauth_gateway import ALICE, BOB, connect, leaks, oauth_config, oauth_server, served, tokens_of
 from support import MODES, free_port
 
@@ -41,12 +41,6 @@ pytestmark = pytest.mark.timeout(300)  # Chromium, two stdio gateways, and npm o
 @pytest.fixture(scope="module")
 async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
     async with oidc_provider(tmp_path_factory, redirect_uris=[CALLBACK]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def upstream(provider: Provider) -> AsyncIterator[Upstream]:
-    async with protected_upstream(provider.issuer) as running:
         yield running
 
 
