@@ -78,12 +78,17 @@ class _Crashing(uvicorn.Server):
 
 @contextlib.asynccontextmanager
 async def serve_asgi(
-    app: ASGIApp, port: int | None = None, *, crash: bool = False
+    app: ASGIApp,
+    port: int | None = None,
+    *,
+    crash: bool = False,
+    tls: tuple[Path, Path] | None = None,
 ) -> AsyncIterator[str]:
     """Run ``app`` under uvicorn on 127.0.0.1; yields the base URL. At the end it stops
     gracefully (waiting for open requests, at most `GRACE` seconds: a client's stream left open
     by a failed test must not hang the run) or, with ``crash``, drops its open connections as a
-    killed server would (what restarting an upstream under a connected gateway needs)."""
+    killed server would (what restarting an upstream under a connected gateway needs). With
+    ``tls`` (a certificate file and its key file) it serves https."""
     port = port or free_port()
     config = uvicorn.Config(
         app,
@@ -92,6 +97,8 @@ async def serve_asgi(
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=GRACE,
+        ssl_certfile=None if tls is None else str(tls[0]),
+        ssl_keyfile=None if tls is None else str(tls[1]),
     )
     server = _Crashing(config) if crash else uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
@@ -100,7 +107,7 @@ async def serve_asgi(
             while not server.started:  # a flag: uvicorn offers nothing to wait on
                 await anyio.sleep(0.01)
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield f"{'http' if tls is None else 'https'}://127.0.0.1:{port}"
         finally:
             server.should_exit = True
 

@@ -21,7 +21,6 @@ from urllib.parse import parse_qs, urlparse
 
 import anyio
 import pytest
-import uvicorn
 from credentials_support import AGENTS, every_log_line, vault_keys
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -43,7 +42,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from support import MODES, free_port, mcp_http_client
+from support import MODES, free_port, mcp_http_client, serve_asgi
 
 PORT, DOCUMENT_PORT = free_port(), free_port()
 CALLBACK = f"http://127.0.0.1:{PORT}/oauth/callback"
@@ -103,24 +102,8 @@ async def document_server(
         return JSONResponse(document.body, headers={"Cache-Control": "max-age=60"})
 
     app = Starlette(routes=[Route(urlparse(CLIENT_URL).path, serve)])
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=DOCUMENT_PORT,
-        log_level="warning",
-        ssl_certfile=str(cert_file),
-        ssl_keyfile=str(key_file),
-    )
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:  # a flag: uvicorn offers nothing to wait on
-                await anyio.sleep(0.01)
-        try:
-            yield
-        finally:
-            server.should_exit = True
+    async with serve_asgi(app, DOCUMENT_PORT, tls=(cert_file, key_file)):
+        yield
 
 
 @pytest.fixture(scope="module")
