@@ -33,9 +33,10 @@ async def _exports(client: Client, receiver: OTLPReceiver, count: int) -> None:
     """Calls until ``count`` more export requests reached the collector."""
     wanted = receiver.requests + count
     while receiver.requests < wanted:
+        before = receiver.requests  # counted before the call: its export may come before the wait
         await _echo(client)
         # the exporter backs off between retries while the collector refuses: real headroom
-        await receiver.wait_for_requests(receiver.requests + 1, timeout=60)
+        await receiver.wait_for_requests(before + 1, timeout=60)
 
 
 async def test_each_outage_is_warned_about_once_and_its_end_once(
