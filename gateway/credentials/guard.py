@@ -15,15 +15,14 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from gateway.credentials.errors import NeedsReconnect
 from gateway.credentials.oauth import Failure, OAuthProvider
-from gateway.credentials.oauth_tokens import AuthServerDown
+from gateway.credentials.readiness import granted, refusal
 from toolsets.context import CallContext
-from toolsets.errors import LockgateError
-from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
+from toolsets.errors import LockgateError, UpstreamError
+from toolsets.refusal import failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.upstream.per_principal import PerPrincipalToolset, principal_key
+from toolsets.upstream.per_principal import NotConnected, PerPrincipalToolset, principal_key
 from toolsets.wrapper import WrapperToolset
 
 __all__ = ["OAuthGuard"]
@@ -36,15 +35,10 @@ class OAuthGuard(WrapperToolset):
         super().__init__(pool)
         self.pool, self.provider = pool, provider
 
-    def _reconnect(self, message: str, tool: ToolDef, reason: str | None = None) -> ToolResult:
+    def _reconnect(self, message: str, tool: ToolDef) -> ToolResult:
         server = self.provider.server
-        refusal = Refusal(
-            kind="not_connected",
-            message=message,
-            unblock=Unblock(action="connect", url=f"/api/connections/{server}/connect"),
-            details={"server": server, **({"reason": reason} if reason else {})},
-        )
-        return refusal_result(refusal, tool=tool)
+        url = f"/api/connections/{server}/connect"
+        return refusal_result(refusal(server, message, url), tool=tool)
 
     def _told(self, failure: Failure, tool: ToolDef) -> ToolResult:
         if failure.kind == "reconnect":
@@ -70,19 +64,12 @@ class OAuthGuard(WrapperToolset):
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
         principal, server = principal_key(ctx.principal), self.provider.server
-        try:
-            held = await self.provider.grants.held(principal)
-            if held is not None:
-                await self.provider.prepare(principal, held)
-            elif getattr(self.pool, "connect", None) is None:  # nobody holds the call
-                never = (
-                    f"{server!r} is reached with each caller's own account and you have not "
-                    f"connected yours: run `lockgate connections connect {server}`, then call again"
-                )
-                return self._reconnect(never, tool)
-        except NeedsReconnect as exc:
-            return self._reconnect(str(exc), tool, exc.reason)
-        except AuthServerDown as exc:
+        try:  # no grant at all: the connect gate, when there is one, holds the call
+            holds = self.pool.connect is not None
+            await granted(self.provider, principal, verb="call", held_if_none=holds)
+        except NotConnected as exc:
+            return refusal_result(exc.refusal, tool=tool)
+        except UpstreamError as exc:  # the authorization server down while refreshing
             return failure_result(str(exc), "upstream_unavailable", server=server)
         except LockgateError as exc:  # the vault unreadable: its error names the key and fix
             return failure_result(str(exc), "gateway_unavailable", server=server)

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Hashable, Mapping
 from typing import Any
 
+from gateway.credentials.readiness import exchanged, refusal
 from gateway.credentials.token_exchange import (
     ExchangeFailed,
     ExchangeUnavailable,
@@ -28,10 +29,11 @@ from gateway.credentials.token_exchange import (
     TokenExchangeProvider,
 )
 from toolsets.context import CallContext
-from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
+from toolsets.errors import UpstreamError
+from toolsets.refusal import failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.upstream.per_principal import PerPrincipalToolset, principal_key
+from toolsets.upstream.per_principal import NotConnected, PerPrincipalToolset, principal_key
 from toolsets.wrapper import WrapperToolset
 
 __all__ = ["TokenExchangeGuard"]
@@ -47,22 +49,8 @@ class TokenExchangeGuard(WrapperToolset):
         self.pool, self.provider = pool, provider
 
     def _refused(self, message: str, tool: ToolDef) -> ToolResult:
-        refusal = Refusal(
-            kind="not_connected",
-            message=message,
-            unblock=Unblock(action="none"),
-            details={"server": self.provider.server, "mode": self.provider.mode},
-        )
-        return refusal_result(refusal, tool=tool)
-
-    def _no_subject(self, tool: ToolDef) -> ToolResult:
-        server = self.provider.server
-        return self._refused(
-            f"{server!r} is reached with your identity provider's token (token exchange), and "
-            "you called without one (a static token): call with a JWT from the identity "
-            "provider the gateway trusts (auth.jwt)",
-            tool,
-        )
+        server, mode = self.provider.server, self.provider.mode
+        return refusal_result(refusal(server, message, mode=mode), tool=tool)
 
     def _told(self, failure: Failure, tool: ToolDef) -> ToolResult:
         if failure.kind == "refused":
@@ -89,15 +77,13 @@ class TokenExchangeGuard(WrapperToolset):
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
-        bearer, key = ctx.principal.bearer, principal_key(ctx.principal)
-        if bearer is None:
-            return self._no_subject(tool)
+        key = principal_key(ctx.principal)
         try:
-            await self.provider.prepare(key, bearer)
-        except (ExchangeFailed, ExchangeUnavailable):
-            failure = self.provider.take_failure(key)
-            assert failure is not None  # prepare keeps why it failed
-            return self._told(failure, tool)
+            await exchanged(self.provider, ctx, verb="call")
+        except NotConnected as exc:
+            return refusal_result(exc.refusal, tool=tool)
+        except UpstreamError as exc:
+            return failure_result(str(exc), "upstream_unavailable", server=self.provider.server)
         result = await self.pool.call_tool(name, args, ctx, tool)
         failure = self.provider.take_failure(key)
         if failure is not None and result.is_error:

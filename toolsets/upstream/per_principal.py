@@ -82,6 +82,10 @@ def _fingerprint(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
+class _Unopened(UpstreamError):
+    """A principal's connection could not be had (the server full, or it did not connect)."""
+
+
 def _naming(handler: PrincipalLogHandler, principal: str) -> UpstreamLogHandler:
     """``handler`` for the log messages of ``principal``'s own connection."""
 
@@ -210,28 +214,11 @@ class PerPrincipalToolset(Toolset):
         self, secret: str, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
         """Run the call over ``ctx.principal``'s connection made with ``secret``."""
-        principal = principal_key(ctx.principal)
-        entry = self._open(principal, secret)
-        if entry is None:
-            return failure_result(
-                f"{self.name!r} has {self.max_connections} connections open (its "
-                "credentials.max_connections): try again when one closes, or raise the limit",
-                "upstream_unavailable",
-                server=self.name,
-            )
-        entry.active += 1
         try:
-            if not await entry.toolset.wait_ready(self.connect_timeout):
-                return failure_result(
-                    f"{self.name!r} did not connect with {principal!r}'s credentials "
-                    f"({entry.toolset.detail}): check them, set them again, or try later",
-                    "upstream_unavailable",
-                    server=self.name,
-                )
-            return await entry.toolset.call_tool(name, args, ctx, tool)
-        finally:
-            entry.active -= 1
-            entry.last_used = anyio.current_time()
+            async with self._opened(principal_key(ctx.principal), secret) as toolset:
+                return await toolset.call_tool(name, args, ctx, tool)
+        except _Unopened as exc:
+            return failure_result(str(exc), "upstream_unavailable", server=self.name)
 
     @contextlib.asynccontextmanager
     async def connection(self, ctx: CallContext) -> AsyncIterator[MCPServerToolset]:
@@ -248,21 +235,32 @@ class PerPrincipalToolset(Toolset):
         if secret is None:
             self.drop(principal)
             raise NotConnected(self.not_connected())
+        async with self._opened(principal, secret) as toolset:
+            yield toolset
+
+    @contextlib.asynccontextmanager
+    async def _opened(self, principal: str, secret: str) -> AsyncIterator[MCPServerToolset]:
+        """``principal``'s connection made with ``secret``, ready, kept from closing idle
+        while in use.
+
+        Raises:
+            _Unopened: the server is at ``max_connections``, or did not connect.
+        """
         entry = self._open(principal, secret)
         if entry is None:
-            message = (
+            raise _Unopened(
                 f"{self.name!r} has {self.max_connections} connections open (its "
-                "credentials.max_connections): try again when one closes, or raise the limit"
+                "credentials.max_connections): try again when one closes, or raise the limit",
+                server=self.name,
             )
-            raise UpstreamError(message, server=self.name)
         entry.active += 1
         try:
             if not await entry.toolset.wait_ready(self.connect_timeout):
-                message = (
+                raise _Unopened(
                     f"{self.name!r} did not connect with {principal!r}'s credentials "
-                    f"({entry.toolset.detail}): check them, set them again, or try later"
+                    f"({entry.toolset.detail}): check them, set them again, or try later",
+                    server=self.name,
                 )
-                raise UpstreamError(message, server=self.name)
             yield entry.toolset
         finally:
             entry.active -= 1
