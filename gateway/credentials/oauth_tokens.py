@@ -70,6 +70,15 @@ class Grants:
         connection, sealed = found
         return Held(connection, Grant.load(sealed))
 
+    async def current(self, principal: str) -> Held | None:
+        """``principal``'s connection and grant as a call needs them: as read a moment ago while
+        its token is fresh, else from the store (another replica may have refreshed it since,
+        and `renew` must be told the token it replaces, not an older one)."""
+        found = await self.held(principal)
+        if found is None or found.grant.fresh():
+            return found
+        return await self.held(principal, fresh=True)
+
     async def access_token(self, principal: str) -> str | None:
         """``principal``'s access token, refreshed first when it is (nearly) expired; None
         when they have no usable grant.
@@ -78,7 +87,7 @@ class Grants:
             NeedsReconnect: the refresh was refused (the grant is now marked so).
             AuthServerDown: the authorization server could not be reached or failed.
         """
-        found = await self.held(principal)
+        found = await self.current(principal)
         if found is None or not found.grant.usable:
             return None
         if found.grant.fresh():

@@ -46,7 +46,7 @@ async def granted(
     server = provider.server
     url = f"/api/connections/{server}/connect"
     try:
-        held = await provider.grants.held(principal)
+        held = await provider.grants.current(principal)
         if held is not None:
             await provider.prepare(principal, held)
         elif not held_if_none:
