@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -27,10 +28,31 @@ CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
-    """A loopback TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback TCP port nobody listens on right now, below the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` is also one it may give any outgoing connection
+    (to PostgreSQL, to another server) before the server meant to listen there binds it; on a
+    busy machine that server then fails with "address already in use". Ports below the range
+    are never handed out that way.
+    """
+    low = _ephemeral_low()
+    while True:
+        port = random.randrange(10_000, low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 when it cannot be read)."""
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text(encoding="ascii")
+        return max(int(text.split()[0]), 12_000)
+    except (OSError, ValueError, IndexError):
+        return 32_768
 
 
 def upstream_command(tools: int, http_port: int | None = None) -> list[str]:
@@ -82,13 +104,19 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    """Wait until ``url`` answers over HTTP (or fail when ``proc`` dies first); a gateway's
-    ``/healthz`` must also say ``ok`` (every upstream up: a busy machine may start one late)."""
+def wait_http(
+    url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0, log: Path | None = None
+) -> None:
+    """Wait until ``url`` answers over HTTP (or fail when ``proc`` dies first, with the end of
+    ``log`` where it wrote); a gateway's ``/healthz`` must also say ``ok`` (every upstream up: a
+    busy machine may start one late)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode} before serving")
+            said = log.read_text(errors="replace")[-3000:] if log is not None else ""
+            raise RuntimeError(
+                f"{proc.args!r} exited with {proc.returncode} before serving\n{said}"
+            )
         try:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if not url.endswith("/healthz") or json.load(response).get("status") == "ok":
@@ -136,7 +164,7 @@ def serve(launches: Sequence[Launch], log: Path) -> Iterator[list[Served]]:
                     )
                 )
         for launch, proc in zip(launches, procs, strict=True):
-            wait_http(f"http://127.0.0.1:{launch.port}{launch.ready_path}", proc)
+            wait_http(f"http://127.0.0.1:{launch.port}{launch.ready_path}", proc, log=log)
         yield [
             Served(f"http://127.0.0.1:{launch.port}/mcp", proc.pid)
             for launch, proc in zip(launches, procs, strict=True)

@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.types import ASGIApp
 
+from bench.procs import free_port
 from gateway.metrics import Metrics
 from toolsets import CallContext, ToolNotFoundError, ToolResult, Toolset
 from toolsets._sdk_compat import create_mcp_http_client
@@ -28,12 +29,6 @@ from toolsets._sdk_compat import create_mcp_http_client
 ECHO_SERVER = str(Path(__file__).parent / "upstreams" / "echo_server.py")
 MODES = ("legacy", "auto")
 """Downstream client modes: ``legacy`` speaks 2025-11-25, ``auto`` negotiates 2026-07-28."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def echo_upstream(
