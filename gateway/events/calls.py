@@ -21,7 +21,9 @@ class BusObserver:
     `toolsets.rate_limited.LimitObserver`: publishing never blocks or fails.
 
     Both events carry ``ctx.call_id`` and the call's decision (its effect, rule and ``redact``
-    paths). Event data is built here; JSON encoding happens once, in the sinks.
+    paths). A call an upstream made a task of has its ``tool.result`` when the task ends
+    (`gateway.tasks.results`), not here. Event data is built here; JSON encoding happens once,
+    in the sinks.
     """
 
     def __init__(self, bus: EventBus) -> None:
@@ -38,6 +40,8 @@ class BusObserver:
         result: ToolResult,
         duration_ms: float,
     ) -> None:
+        if ctx.task is not None and ctx.task.created is not None:
+            return  # an upstream task: its one tool.result goes out when it ends (gateway.tasks)
         decision = ctx.decision or ALLOW
         self.bus.publish(tool_result(tool, ctx, result, duration_ms, decision, args=args))
 

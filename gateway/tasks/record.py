@@ -54,6 +54,10 @@ class TaskRecord:
         call_id: The id of the call that created it (its ``tool.result`` event carries it).
         decision: The policy decision of that call as events carry it (``effect``,
             ``rule_id``, ``redact``).
+        redacted: The values at that decision's ``redact`` paths of the call's arguments
+            (`gateway.events.redact.values_at`): masked wherever the task's events would show
+            them, as a direct call's ``tool.result`` masks them. Kept for that alone (a held
+            call's pending call keeps its arguments so too); never shown.
         quarantined_pin: While the result waits for the pin review (`gateway.tasks.review`):
             the pin of the definition the tool had when the task completed; ``result`` holds
             the upstream's result, undelivered.
@@ -82,6 +86,7 @@ class TaskRecord:
     approval_id: str | None = None
     call_id: str | None = None
     decision: Mapping[str, Any] | None = None
+    redacted: tuple[str, ...] = ()
     quarantined_pin: str | None = None
     lease_owner: str | None = None
     lease_until: float = 0.0
@@ -118,6 +123,7 @@ class TaskRecord:
         row["result"] = dict(self.result) if self.result is not None else None
         row["error"] = dict(self.error) if self.error is not None else None
         row["decision"] = dict(self.decision) if self.decision is not None else None
+        row["redacted"] = list(self.redacted)
         return row
 
     @classmethod
@@ -125,4 +131,5 @@ class TaskRecord:
         """The record `to_row` wrote."""
         fields = {k: row[k] for k in cls.__dataclass_fields__ if k in row}
         fields["status"] = cast(TaskStatus, fields.get("status", "working"))
+        fields["redacted"] = tuple(fields.get("redacted") or ())
         return cls(**fields)

@@ -10,6 +10,12 @@ way up passes here too, in the same order.
    of results (redaction, findings, a withheld result) and the ``tool.result`` event, which
    the audit log records, carrying the creating call's ``call_id`` and decision.
 
+That ``tool.result`` is the call's only one (the call's creation of the task has none:
+``task.created`` tells it): a task that fails or is cancelled instead has its error result
+passed through the same steps (`TaskResults.ended`). The event masks the values at the
+decision's ``redact`` paths of the call's arguments (`TaskRecord.redacted`) wherever the
+result quotes them, as a direct call's does; it carries no arguments (``tool.call`` does).
+
 The size limit is the transport's: the result is fetched over the same pipe or HTTP client as
 any other answer, under the server's ``max_result_bytes``.
 """
@@ -23,6 +29,7 @@ from typing import Any
 import jsonschema_rs
 import mcp_types as types
 
+from gateway.events.redact import mask_values
 from gateway.tasks.record import TaskRecord
 from toolsets.abstract import Toolset
 from toolsets.context import CallContext, Principal
@@ -80,11 +87,13 @@ class _Stored(Toolset):
 
 class _Finished:
     """A `CallObserver` that reports only the end of the call (its ``tool.call`` went out when
-    the task was created), timed from the task's creation."""
+    the task was created), timed from the task's creation, with the ``redacted`` values masked
+    in the result it reports (the result the caller reads is not changed)."""
 
-    def __init__(self, observer: CallObserver, created_at: float) -> None:
+    def __init__(self, observer: CallObserver, record: TaskRecord) -> None:
         self._observer = observer
-        self._created_at = created_at
+        self._created_at = record.created_at
+        self._redacted = record.redacted
 
     def started(self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext) -> None:
         """Nothing: the call started when the task was created."""
@@ -98,7 +107,19 @@ class _Finished:
         duration_ms: float,
     ) -> None:
         elapsed = (time.time() - self._created_at) * 1000
-        self._observer.finished(tool, args, ctx, result, max(elapsed, duration_ms))
+        shown = _masked(result, self._redacted)
+        self._observer.finished(tool, args, ctx, shown, max(elapsed, duration_ms))
+
+
+def _masked(result: ToolResult, redacted: tuple[str, ...]) -> ToolResult:
+    """``result`` with each of ``redacted`` masked in its content and structured content."""
+    if not redacted:
+        return result
+    wire = dict(result.wire)
+    for key in ("content", "structuredContent"):
+        if wire.get(key) is not None:
+            wire[key] = mask_values(wire[key], redacted)
+    return ToolResult.from_wire(wire)
 
 
 class TaskResults:
@@ -126,7 +147,7 @@ class TaskResults:
     async def deliver(self, record: TaskRecord, raw: Mapping[str, Any]) -> TaskRecord:
         """``record`` completed with ``raw`` (the upstream's ``CallToolResult``) as processed,
         or failed when the result cannot be delivered (malformed, off its output schema, or
-        its tool is no longer served)."""
+        its tool is no longer served: `ended` reports that failure)."""
         ctx = _context(record)
         tool = (await self._catalogue.get_tools(ctx)).get(record.tool)
         if tool is None:
@@ -137,15 +158,30 @@ class TaskResults:
             return _failed(record, f"Server {tool.server!r} sent a malformed task result: {exc}")
         problem = schema_problem(tool, result)
         if problem is not None:
-            result = ToolResult.error(problem)
+            return _failed(record, problem)
+        processed = await self._passed(record, tool, result, ctx)
+        return record.moved("completed", record.status_message, result=dict(processed.wire))
+
+    async def ended(self, record: TaskRecord) -> None:
+        """Report ``record``, an upstream's task that failed or was cancelled, as its call's
+        error result (through the result steps, as `deliver` reports a completed one)."""
+        ctx = _context(record)
+        tool = (await self._catalogue.get_tools(ctx)).get(record.tool) or ToolDef(
+            name=record.tool,
+            server=record.upstream or "",
+            upstream_name=record.upstream_tool or record.tool,
+        )
+        fallback = "Task cancelled" if record.status == "cancelled" else "Task failed"
+        message = (record.error or {}).get("message") or record.status_message or fallback
+        await self._passed(record, tool, ToolResult.error(str(message)), ctx)
+
+    async def _passed(
+        self, record: TaskRecord, tool: ToolDef, result: ToolResult, ctx: CallContext
+    ) -> ToolResult:
+        """``result`` through the result steps, reported as the end of ``record``'s call."""
         inner = ResourceLinksToolset(_Stored(result), self._prefixes.get(tool.server, tool.server))
-        steps = self._steps(inner, _Finished(self._observer, record.created_at))
-        processed = await steps.call_tool(record.tool, {}, ctx, tool)
-        wire = dict(processed.wire)
-        if problem is not None:
-            error = {"code": types.INTERNAL_ERROR, "message": problem}
-            return record.moved("failed", problem, error=error, result=None)
-        return record.moved("completed", record.status_message, result=wire)
+        steps = self._steps(inner, _Finished(self._observer, record))
+        return await steps.call_tool(record.tool, {}, ctx, tool)
 
 
 def _failed(record: TaskRecord, why: str) -> TaskRecord:

@@ -105,6 +105,12 @@ class TaskReview:
         error = {"code": PIN_REVIEW, "message": text}
         return record.moved("failed", text, result=None, error=error)
 
+    async def ended(self, record: TaskRecord) -> None:
+        """Report the failure or cancellation of ``record``, an upstream's task, as its call's
+        ``tool.result`` (`TaskResults.ended`; nothing without result steps)."""
+        if self._results is not None:
+            await self._results.ended(record)
+
     async def _deliver(
         self, record: TaskRecord, raw: Mapping[str, Any], message: str | None
     ) -> TaskRecord:

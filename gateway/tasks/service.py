@@ -9,6 +9,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -16,7 +17,9 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 
+from gateway.events.model import Event
 from gateway.events.recorder import Recorder
+from gateway.events.redact import mask_values, redact, values_at
 from gateway.events.task_events import (
     PinReviewOutcome,
     task_completed,
@@ -99,6 +102,8 @@ class TaskService:
         assert upstream is not None
         assert ask.server is not None
         now = time.time()
+        paths = ask.decision.redact if ask.decision is not None else ()
+        redacted = values_at(ask.args, paths) if ask.args and paths else ()
         record = TaskRecord(
             id=new_task_id(),
             upstream=ask.server,
@@ -117,10 +122,11 @@ class TaskService:
             pin=ask.pin,
             call_id=ask.call_id,
             decision=decision_of(ask.decision),
+            redacted=redacted,
         )
         record = self.leases.stamp(record)
         await self.store.put(record)  # durable before the client hears of it
-        await self._recorder.record(task_created(record))
+        await self._record(task_created, record)
         self._follow(record)
         return record
 
@@ -156,8 +162,8 @@ class TaskService:
             error=error,
         )
         await self.store.put(record)
-        await self._recorder.record(task_created(record))
-        await self._recorder.record(task_completed(record))
+        await self._record(task_created, record)
+        await self._record(task_completed, record)
         return record
 
     async def find(self, task_id: str, principal: Principal) -> TaskRecord:
@@ -228,7 +234,7 @@ class TaskService:
         as a task, `gateway.tasks.held`), and run ``settle`` here until it returns."""
         record = self.leases.stamp(record)
         await self.store.put(record)  # durable before the client hears of it
-        await self._recorder.record(task_created(record))
+        await self._record(task_created, record)
         self._start(record.id, settle, record)
         return record
 
@@ -325,11 +331,29 @@ class TaskService:
         elif record.upstream is not None:
             self._follow(record, resumed=True)
 
+    async def _record(self, event: Callable[..., Event], record: TaskRecord, **how: Any) -> None:
+        """Put ``event`` of ``record`` on record, its status message masked as its call's
+        result is (an upstream's message may quote an argument)."""
+        message = record.status_message
+        if message is not None:
+            message = mask_values(redact(message), record.redacted)
+        await self._recorder.record(event(replace(record, status_message=message), **how))
+
+    async def _report_end(self, record: TaskRecord) -> None:
+        """The ``tool.result`` of a failed or cancelled upstream task's call (a completed
+        one's went out as its result was delivered); never fails the task's end."""
+        try:
+            await self._review.ended(record)
+        except Exception:
+            log.exception("task %s: its call's tool.result not published", record.id)
+
     async def _changed(self, record: TaskRecord) -> None:
         if record.terminal:
-            await self._recorder.record(task_completed(record, pin_review=_reviewed(record)))
+            if record.upstream is not None and record.status != "completed":
+                await self._report_end(record)
+            await self._record(task_completed, record, pin_review=_reviewed(record))
         else:
-            await self._recorder.record(task_status(record, quarantined=record.quarantined))
+            await self._record(task_status, record, quarantined=record.quarantined)
         for listener in list(self._listeners):
             try:
                 await listener(record)

@@ -87,6 +87,7 @@ class UpstreamCalls:
                     self._tasks.modern or task_support(tool) != "forbidden"
                 ):
                     ctx.task.call_id, ctx.task.decision = ctx.call_id, ctx.decision
+                    ctx.task.args = args
                     return await self._tasks.create(tool, args, ctx.task)
                 if pipe is not None and progress is None and not self._requests.streams(ctx):
                     call = DirectCall(pipe, tool.upstream_name, args, meta)

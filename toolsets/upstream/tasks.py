@@ -129,10 +129,12 @@ class TaskAsk:
     created a task (a denied call, a tool without task support). The approval gate sets `held`
     when it answers a held call as a task; the face sets `reissue` (the same call again, without
     a task: how the approved call is claimed and run). The upstream call also notes the call's
-    `call_id` and policy `decision` (the task's result events carry them).
+    `call_id`, policy `decision` and `args` (the task's result event carries the first two and
+    masks what the decision redacts of the last).
     """
 
     __slots__ = (
+        "args",
         "call_id",
         "created",
         "decision",
@@ -146,6 +148,7 @@ class TaskAsk:
 
     def __init__(self, ttl_ms: int | None = None) -> None:
         self.ttl_ms = ttl_ms
+        self.args: Mapping[str, Any] | None = None
         self.call_id: str | None = None
         self.decision: Decision | None = None
         self.created: UpstreamTask | None = None
