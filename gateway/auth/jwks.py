@@ -155,6 +155,9 @@ class JwksKeys:
     async def keys_for(self, kid: str | None, alg: str) -> list[PyJWK]:
         if self._due(kid):
             await self.refresh()
+        elif self._ring is None and self._lock.locked():
+            async with self._lock:  # the first fetch (the gateway's prefetch) is under way
+                pass
         return [] if self._ring is None else self._ring.candidates(kid, alg)
 
     def _due(self, kid: str | None) -> bool:
