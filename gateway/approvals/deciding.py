@@ -117,7 +117,9 @@ class Decisions:
             )
         elif tool is None:
             raise DecisionRefused(
-                f"tool {call.tool!r} is not available now (its server may be down or starting); "
+                f"tool {call.tool!r} is not available now: its server {call.server!r} may be "
+                "down or starting, or, if reached with each caller's own credentials, have had "
+                "no caller since the gateway started (its tools show once one calls or lists); "
                 "the call stays pending: decide again once it is back"
             )
         elif tool.pin == call.tool_pin:

@@ -10,7 +10,7 @@ call's result, `gateway.resources.callers` into a JSON-RPC error.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from gateway.credentials.errors import NeedsReconnect
 from gateway.credentials.oauth import OAuthProvider
@@ -29,7 +29,6 @@ __all__ = ["Verb", "exchanged", "granted", "refusal"]
 
 Verb = Literal["call", "ask"]
 """What the caller did, in the refusal's words: called a tool, or asked for something else."""
-_DID: Final[dict[Verb, str]] = {"call": "called", "ask": "asked"}
 
 
 async def granted(
@@ -64,19 +63,20 @@ async def granted(
 async def exchanged(provider: TokenExchangeProvider, ctx: CallContext, *, verb: Verb) -> None:
     """The caller's identity-provider token exchanged for one of the server's.
 
+    A request carrying no token of its own (a call approved before a restart, which the
+    restarted gateway runs for its task) uses the one its principal brought on a later call or
+    listing, so it runs as that caller, exchanged afresh; with none, it is refused: lockgate
+    keeps no caller token across a restart, and never runs it as anyone else or without one.
+
     Raises:
-        NotConnected: the caller has no such token (a static one), or the exchange was refused.
+        NotConnected: the caller has no such token (a static one, or none since a restart), or
+            the exchange was refused.
         UpstreamError: the provider cannot be reached, or failed.
     """
-    server, bearer = provider.server, ctx.principal.bearer
+    server, principal = provider.server, principal_key(ctx.principal)
+    bearer = ctx.principal.bearer or provider.subject(principal)
     if bearer is None:
-        message = (
-            f"{server!r} is reached with your identity provider's token (token exchange), and "
-            f"you {_DID[verb]} without one (a static token): {verb} with a JWT from the identity "
-            "provider the gateway trusts (auth.jwt)"
-        )
-        raise NotConnected(refusal(server, message, mode=provider.mode))
-    principal = principal_key(ctx.principal)
+        raise NotConnected(refusal(server, _no_token(server, verb), mode=provider.mode))
     try:
         await provider.prepare(principal, bearer)
     except (ExchangeFailed, ExchangeUnavailable) as exc:
@@ -85,6 +85,24 @@ async def exchanged(provider: TokenExchangeProvider, ctx: CallContext, *, verb: 
         if isinstance(exc, ExchangeFailed):
             raise NotConnected(refusal(server, message, mode=provider.mode)) from None
         raise UpstreamError(message, server=server) from None
+
+
+def _no_token(server: str, verb: Verb) -> str:
+    """What a request to ``server`` carrying no identity-provider token is told."""
+    said = (
+        f"{server!r} is reached with each caller's own identity-provider token (token "
+        "exchange), and this request carries none: "
+    )
+    if verb == "call":
+        said += (
+            "if it is a call approved after the gateway restarted, lockgate keeps no caller "
+            f"token for token_exchange server {server!r} across a restart: the caller must call "
+            "again with its JWT; otherwise "
+        )
+    return said + (
+        f"{verb} with a JWT from the identity provider the gateway trusts (auth.jwt), not a "
+        "static token"
+    )
 
 
 def refusal(server: str, message: str, url: str | None = None, **details: Any) -> Refusal:

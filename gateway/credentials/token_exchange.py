@@ -135,9 +135,10 @@ class TokenExchangeProvider:
         """``principal``'s connection's auth: the exchanged token on every request."""
         return GrantAuth(self, principal)
 
-    def has_subject(self, principal: str) -> bool:
-        """Some call of ``principal`` brought its identity-provider token."""
-        return principal in self._subjects
+    def subject(self, principal: str) -> Bearer | None:
+        """The identity-provider token ``principal`` brought on its latest call or listing
+        since the gateway started (kept in memory only), or None."""
+        return self._subjects.get(principal)
 
     def _valid(self, principal: str) -> str | None:
         held = self._tokens.get(principal)
