@@ -4,8 +4,9 @@
 secret`` injects a per-principal secret, kept in the encrypted vault, as an HTTP header
 (``header``, its ``value`` template) or a stdio server's environment variable (``env``), over one
 upstream connection per (server, principal). ``mode: oauth`` has each principal connect their own
-account with the MCP authorization flow (`OAuthSettings`: scopes, a pre-registered ``client`` or a
-Client ID Metadata Document URL, else dynamic registration); the tokens live in the vault.
+account with the MCP authorization flow (scopes, a pre-registered ``client`` or a Client ID
+Metadata Document, by default the gateway's own, else dynamic registration); the tokens live in
+the vault.
 ``mode: token_exchange`` exchanges each caller's identity-provider JWT for a token whose audience
 is the upstream (RFC 8693; ``exchange``: `TokenExchangeConfig`).
 """
@@ -23,6 +24,7 @@ from gateway.config._strict import Strict
 from gateway.config.token_exchange import TokenExchangeConfig, scope_tokens
 
 __all__ = [
+    "CIMD_OFF",
     "KEY_FORM",
     "NOT_YET",
     "CredentialsConfig",
@@ -32,6 +34,8 @@ __all__ = [
 ]
 
 NOT_YET: Final[frozenset[str]] = frozenset()
+CIMD_OFF: Final = "none"
+"""``client_metadata_url: none``: no Client ID Metadata Document, not even the gateway's own."""
 KEY_FORM: Final = "32 random bytes in base64, e.g. `openssl rand -base64 32`"
 
 
@@ -78,10 +82,12 @@ class CredentialsConfig(Strict):
     )
     client_metadata_url: str | None = Field(
         None,
-        pattern=r"^https://[^/?#]+/[^?#]+$",
+        pattern=r"^(https://[^/?#]+/[^?#]+|none)$",
         description=(
-            "oauth: the https URL of the gateway's Client ID Metadata Document, used as its "
-            "client_id where the authorization server supports it (tried first)."
+            "oauth: the https URL of a Client ID Metadata Document, used as the gateway's "
+            "client_id where the authorization server supports it (tried before dynamic "
+            "registration); default: the gateway's own (/oauth/client-metadata.json) under an "
+            "https auth.public_url; none: never a document."
         ),
     )
     exchange: TokenExchangeConfig | None = Field(

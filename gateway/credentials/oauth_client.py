@@ -25,7 +25,7 @@ from mcp.client.auth.utils import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
 
-from gateway.config.credentials import CredentialsConfig
+from gateway.config.credentials import CIMD_OFF, CredentialsConfig
 from gateway.credentials.oauth_discovery import Discovered
 from gateway.credentials.oauth_grant import Grant
 
@@ -53,9 +53,10 @@ class TokenRefused(OAuthTokenError):
 def client_metadata(
     settings: CredentialsConfig, redirect_uri: str, scope: str | None
 ) -> OAuthClientMetadata:
-    """What the gateway registers as (dynamic registration)."""
-    host = urlparse(redirect_uri).hostname or ""
-    native = host in ("127.0.0.1", "::1", "localhost")
+    """What the gateway registers as (dynamic registration): a native app on an http loopback
+    redirect (RFC 8252), else a web app (an https loopback one is not native)."""
+    parsed = urlparse(redirect_uri)
+    native = parsed.scheme == "http" and parsed.hostname in ("127.0.0.1", "::1", "localhost")
     return OAuthClientMetadata(
         redirect_uris=[AnyUrl(redirect_uri)],
         client_name=settings.client_name,
@@ -85,17 +86,17 @@ async def register(
     redirect_uri: str,
     scope: str | None,
 ) -> OAuthClientInformationFull:
-    """The client the gateway is at ``found``'s authorization server.
+    """The client the gateway is at ``found``'s authorization server (``settings`` as
+    `gateway.credentials.client_document.resolved` gives them: with the gateway's own document).
 
     Raises:
         OAuthRegistrationError: dynamic registration was refused or gave an unusable client.
     """
     if settings.client is not None:
         return _configured(settings, redirect_uri)
-    if should_use_client_metadata_url(found.server, settings.client_metadata_url):
-        assert settings.client_metadata_url is not None
-        uris = [AnyUrl(redirect_uri)]
-        return create_client_info_from_metadata_url(settings.client_metadata_url, uris)
+    document = None if settings.client_metadata_url == CIMD_OFF else settings.client_metadata_url
+    if document is not None and should_use_client_metadata_url(found.server, document):
+        return create_client_info_from_metadata_url(document, [AnyUrl(redirect_uri)])
     if found.server.registration_endpoint is None:
         raise OAuthRegistrationError(
             "it has no registration endpoint: configure credentials.client (a pre-registered "

@@ -21,6 +21,7 @@ from gateway.background.health import with_store
 from gateway.config.listen import ListenConfig
 from gateway.gateway import Gateway
 from gateway.http.agent_auth import AgentAuthMiddleware
+from gateway.http.client_document import client_document_routes
 from gateway.http.connect import connect_routes
 from gateway.http.oauth_callback import oauth_routes
 from gateway.http.origin_guard import HostOriginGuard
@@ -89,6 +90,7 @@ def build_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         *web_routes(),
         *connect_routes(gateway),
         *oauth_routes(gateway),
+        *client_document_routes(gateway),
     ]
     middleware = [Middleware(HostOriginGuard, settings=security)]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 from gateway.config.model import GatewayConfig
 from gateway.config.servers import ServerConfig
 from gateway.credentials import CredentialProvider, Credentials
+from gateway.credentials.client_document import resolved
 from gateway.credentials.flow_store import FlowStore
 from gateway.credentials.guard import OAuthGuard
 from gateway.credentials.locks import LocalLocks, PostgresLocks, RefreshLocks
@@ -88,7 +89,7 @@ def _oauth(
     return OAuthProvider(
         server.name,
         server.url,
-        server.credentials,
+        resolved(server.credentials, config.auth.public_url),  # the gateway's own CIMD
         vault,
         locks=along.locks,
         redirect_uri=redirect_uri(config),
