@@ -168,7 +168,9 @@ class _Handlers:
         self.store, self.service = gateway.store, gateway.approvals
         self.holding = gateway.parts.holding
         self.policy, self.sessions = gateway.policy, gateway.parts.sessions
-        self.preview = PreviewRunner(gateway.call_tool, gateway.approvals.tools, gateway.policy)
+        self.preview = PreviewRunner(
+            gateway.call_tool, gateway.approvals.tools, gateway.parts.decider, self.sessions
+        )
 
     async def me(self, request: Request, who: Principal) -> Response:
         """``GET /api/me``: who the token belongs to (the page says "signed in as")."""
