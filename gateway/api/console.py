@@ -6,7 +6,9 @@ an approver without the role. Each section reads the running gateway and changes
 
 - ``GET  /api/console/upstreams``: status, transport, era, tools, reconnects, last error and
   quarantined definitions of every upstream;
-- ``GET  /api/console/catalogue?principal=ID&roles=a,b``: the tools that principal is listed;
+- ``GET  /api/console/catalogue?principal=ID&roles=a,b``: the tools that principal is listed
+  (a server reached over each caller's own connection as last known, with a ``note``: the
+  console never opens a connection with a principal's credentials);
 - ``GET  /api/console/policies``: the policy version and its layered files;
 - ``POST /api/console/explain``: one call explained (a ``policies.cases.CallSpec`` body);
 - ``POST /api/console/replay``: a candidate policy replayed against the recorded calls of the
@@ -23,6 +25,7 @@ page's actions, audited as they are there.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -96,7 +99,15 @@ class _Console:
         roles = frozenset(r.strip() for r in query.get("roles", "").split(",") if r.strip())
         principal = Principal(id=principal_id, roles=roles, tenant=who.tenant)
         tools = await catalogue_for(self.gateway, principal)
-        return JSONResponse({"principal": principal_id, "roles": sorted(roles), "items": tools})
+        body: dict[str, Any] = {"principal": principal_id, "roles": sorted(roles), "items": tools}
+        pooled = [s.name for s in self.gateway.config.enabled_servers() if s.per_principal_sessions]
+        if pooled:  # listing as someone must not connect with their credentials
+            body["note"] = (
+                f"{', '.join(map(repr, pooled))}: each caller's own connection; shown as last "
+                f"known for {principal_id} (their own catalogue where it differed, else the "
+                "common one): the console opens no connection as them"
+            )
+        return JSONResponse(body)
 
     async def policies(self, request: Request, who: Principal) -> Response:
         return JSONResponse(policy_layers(self.gateway))
