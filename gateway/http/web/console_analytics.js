@@ -1,5 +1,6 @@
 // Approval analytics (/api/analytics/approvals, last 7 days): calls waiting now, outcomes and
-// time to decision per rule, and grant suggestions as policy snippets (never applied here).
+// time to decision per rule, per tool and per approver, and grant suggestions as policy
+// snippets (never applied here).
 import { api } from "./api.js";
 import { $, fill, row } from "./console_dom.js";
 
@@ -12,6 +13,11 @@ function figures(name, group) {
     group.held + " held · " + group.pending + " waiting · " + (counts.join(", ") || "none settled"),
     "time to decision p50 " + seconds(wait.p50) + " · p90 " + seconds(wait.p90),
   ]);
+}
+
+// One row of figures per name of a grouping (by_rule, by_tool, by_approver).
+function table(groups) {
+  return Object.entries(groups).map(([name, group]) => figures(name, group));
 }
 
 function suggestion(s) {
@@ -27,6 +33,8 @@ function suggestion(s) {
 export async function loadAnalytics() {
   const stats = await api("/api/analytics/approvals?since=7d");
   $("analytics-waiting").textContent = stats.waiting + " calls waiting now";
-  fill("analytics-rules", Object.entries(stats.by_rule).map(([rule, group]) => figures(rule, group)));
+  fill("analytics-rules", table(stats.by_rule));
+  fill("analytics-tools", table(stats.by_tool));
+  fill("analytics-approvers", table(stats.by_approver), "analytics-no-approver");
   fill("analytics-suggestions", stats.suggestions.map(suggestion), "analytics-none");
 }
