@@ -27,6 +27,7 @@ from policies.session_gates import SessionGates
 from policies.tool_labels import ServerLabels, ToolLabels
 from policies.tool_policy import ToolPolicy
 from policies.verdicts import Verdicts
+from policies.where import where
 from toolsets.context import Principal
 from toolsets.decision import Decision, Effect
 from toolsets.errors import ConfigIssue
@@ -38,9 +39,11 @@ __all__ = ["PolicyEngine"]
 class PolicyEngine:
     """An immutable, compiled policy; swap engines to reload (see `PolicyHolder`)."""
 
-    def __init__(self, compiled: CompiledPolicy) -> None:
-        """Wrap a compiled policy; use `load` or `empty` to build one."""
+    def __init__(self, compiled: CompiledPolicy, *, root: Path | None = None) -> None:
+        """Wrap a compiled policy; use `load` or `empty` to build one. ``root``: the config
+        file's directory, which `where` shows rule files relative to."""
         self._compiled = compiled
+        self.root = root
         self._rules = {rule.id: rule for rule in compiled.rules}
         tool_rules = [rule for rule in compiled.rules if rule.selector is None]
         self._gates = SessionGates(tool_rules, compiled.groups)
@@ -67,13 +70,14 @@ class PolicyEngine:
         self._uses_session = self._gates.reads_session or any("session" in r for r in read)
 
     @classmethod
-    def load(cls, paths: Sequence[str | Path]) -> PolicyEngine:
-        """Load and compile policy files, layered in the given order.
+    def load(cls, paths: Sequence[str | Path], *, root: Path | None = None) -> PolicyEngine:
+        """Load and compile policy files, layered in the given order; ``root``: the config
+        file's directory (see `where`).
 
         Raises:
             PolicyError: With every issue across all files, each located.
         """
-        return cls(compile_policy(load_files(paths)))
+        return cls(compile_policy(load_files(paths)), root=root)
 
     @classmethod
     def empty(cls, default_effect: Effect = "allow") -> PolicyEngine:
@@ -102,6 +106,11 @@ class PolicyEngine:
             KeyError: When there is no such rule.
         """
         return self._rules[rule_id]
+
+    def where(self, rule: CompiledRule) -> str:
+        """Where ``rule`` is written (``file:line``), its file relative to the config file's
+        directory when it lies there, else as given."""
+        return where(rule.file, rule.line, self.root)
 
     @property
     def hide_flagged(self) -> frozenset[str]:

@@ -44,14 +44,15 @@ class PolicyHolder:
         self._reloaded: anyio.Event | None = None
 
     @classmethod
-    def load(cls, paths: Sequence[str | Path]) -> PolicyHolder:
-        """Load ``paths`` into a new holder.
+    def load(cls, paths: Sequence[str | Path], *, root: Path | None = None) -> PolicyHolder:
+        """Load ``paths`` into a new holder; ``root``: the config file's directory (rules are
+        shown where they are written relative to it, `PolicyEngine.where`).
 
         Raises:
             PolicyError: When the initial policy is invalid (there is no last good one yet).
         """
         fingerprint = _fingerprint([Path(p) for p in paths])
-        holder = cls(PolicyEngine.load(paths), paths)
+        holder = cls(PolicyEngine.load(paths, root=root), paths)
         holder._fingerprint = fingerprint
         return holder
 
@@ -73,7 +74,8 @@ class PolicyHolder:
         """
         self._fingerprint = _fingerprint(self._paths)
         try:
-            engine = PolicyEngine.load(self._paths) if self._paths else self._engine
+            root = self._engine.root
+            engine = PolicyEngine.load(self._paths, root=root) if self._paths else self._engine
         except PolicyError as exc:
             issues = list(exc.issues)
             for issue in issues:

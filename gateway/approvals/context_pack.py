@@ -109,7 +109,7 @@ def _rule(call: PendingCall, engine: PolicyEngine) -> dict[str, Any]:
     rule = _rule_of(call, engine)
     if rule is None:
         return {"id": call.rule_id, "text": f"rule {call.rule_id!r} (no longer in the policy)"}
-    where = f"{rule.file}:{rule.line}" if rule.line is not None else rule.file
+    where = engine.where(rule)
     parts = [f"rule {rule.id!r} ({where}) holds calls of {', '.join(rule.tools or ('any tool',))}"]
     if rule.when is not None:
         parts.append(f"when {rule.when.source}")

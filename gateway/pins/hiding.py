@@ -34,7 +34,7 @@ def still_hiding(engine: PolicyEngine, tool: ToolDef) -> list[dict[str, Any]]:
     ]
     if decision.rule_id is not None:
         rule = engine.rule(decision.rule_id)
-        where = f"{rule.file}:{rule.line}" if rule.line is not None else rule.file
+        where = engine.where(rule)
         hiding.append(
             {
                 "by": "rule",

@@ -94,7 +94,7 @@ def _policy(config: GatewayConfig) -> PolicyHolder:
     files = [config.resolve(f) for f in config.policies.files]
     if not files:
         return PolicyHolder(PolicyEngine.empty(config.policies.default_effect))
-    return PolicyHolder.load(files)
+    return PolicyHolder.load(files, root=config.base_dir)
 
 
 class _Expiries:

@@ -51,12 +51,16 @@ APPROVERS = [
 
 
 def web_config(directory: Path, *policies: str) -> Path:
-    """A gateway config: the echo upstream as ``e``, the named policy files of ``fixtures/``,
-    pending calls in memory, the suite's approvers."""
+    """A gateway config: the echo upstream as ``e``, the named policy files of ``fixtures/``
+    copied to ``policies/`` beside it (named relative to it, as a deployment does), pending
+    calls in memory, the suite's approvers."""
+    (directory / "policies").mkdir(exist_ok=True)
+    for name in policies:
+        shutil.copyfile(HERE / "fixtures" / name, directory / "policies" / name)
     return write_config(
         directory,
         [echo_upstream("e")],
-        policies={"files": [str(HERE / "fixtures" / name) for name in policies]},
+        policies={"files": [f"policies/{name}" for name in policies]},
         approvals={"store": "memory"},
         auth={"approvers": APPROVERS},
     )
