@@ -166,6 +166,10 @@ class CallContext:
             (requests to the client, log messages); None for in-process callers.
         task: The caller asks for the call to run as a task (`toolsets.upstream.tasks`); an
             upstream tool that supports tasks creates one and records it there.
+        inspect_only: A listing made for someone other than the caller (the operator console's
+            catalogue "as" a principal): nothing is opened, exchanged or refreshed in the
+            principal's name; servers reached over each caller's own connection answer their
+            last-known catalogues only.
     """
 
     principal: Principal = ANONYMOUS
@@ -179,6 +183,7 @@ class CallContext:
     parent_call_id: str | None = None
     peer: ClientPeer | None = None
     task: TaskAsk | None = None
+    inspect_only: bool = False
 
     def hold_for(self, hold: float) -> float:
         """A rule's ``hold``, capped by the caller's ``max_hold``."""

@@ -62,8 +62,9 @@ def policy_layers(gateway: Gateway) -> dict[str, Any]:
 
 async def catalogue_for(gateway: Gateway, principal: Principal) -> list[dict[str, Any]]:
     """The tools ``principal`` would be listed (in a fresh session of its own), as the policy
-    and the pins decide."""
-    ctx = CallContext(principal=principal, session_id=CONSOLE_SESSION)
+    and the pins decide; a server reached over each caller's own connection as last known
+    (``inspect_only``: nothing is opened or exchanged in their name)."""
+    ctx = CallContext(principal=principal, session_id=CONSOLE_SESSION, inspect_only=True)
     tools = await gateway.tools(ctx)
     return [
         {

@@ -8,6 +8,10 @@ never another principal's token.
   connect SERVER``;
 - the authorization server down while refreshing: failed ``upstream_unavailable``, try later;
 - no grant at all: the pool's own answer (held until the caller connects, or refused).
+
+A listing by a principal this replica has no catalogue for opens their connection with their
+grant (they may have connected on another replica), unless it is an inspection by someone else
+(``CallContext.inspect_only``, the operator console): that one answers what is known.
 """
 
 from __future__ import annotations
@@ -50,13 +54,21 @@ class OAuthGuard(WrapperToolset):
         replica (the vault is shared, its listeners are not)."""
         return not self.pool.catalogues.common and key not in self.pool.entries
 
+    def _lists_through(self, ctx: CallContext) -> bool:
+        """Whether ``ctx``'s listing may open its principal's connection to learn the
+        catalogue: not when someone else inspects it (``inspect_only``: the last known)."""
+        return not ctx.inspect_only and self._unlisted(principal_key(ctx.principal))
+
     def variant(self, ctx: CallContext) -> Hashable:
-        key = principal_key(ctx.principal)
-        return ("unlisted", key) if self._unlisted(key) else self.pool.variant(ctx)
+        # An inspection is cached as what it reads (the pool's), never as the principal's own
+        # listing, which would then be served without opening their connection.
+        if self._lists_through(ctx):
+            return ("unlisted", principal_key(ctx.principal))
+        return self.pool.variant(ctx)
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         key = principal_key(ctx.principal)
-        if self._unlisted(key) and await self.provider.connected(key):
+        if self._lists_through(ctx) and await self.provider.connected(key):
             await self.pool.warm(key, notify=False)  # list through their connection
         return await self.pool.get_tools(ctx)
 

@@ -59,14 +59,14 @@ class TokenExchangeGuard(WrapperToolset):
 
     def variant(self, ctx: CallContext) -> Hashable:
         key = principal_key(ctx.principal)
-        if ctx.principal.bearer is None or self.provider.ready(key):
+        if ctx.principal.bearer is None or ctx.inspect_only or self.provider.ready(key):
             return self.pool.variant(ctx)
         return ("unexchanged", key)
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
         bearer, key = ctx.principal.bearer, principal_key(ctx.principal)
-        if bearer is not None and not self.provider.ready(key):
-            try:
+        if bearer is not None and not ctx.inspect_only and not self.provider.ready(key):
+            try:  # not for an inspection by someone else: nothing exchanged in their name
                 await self.provider.prepare(key, bearer)
                 if not await self.pool.warm(key, notify=False):  # we are inside a listing
                     self._close(key)  # no reconnecting in the background: the call tries anew
