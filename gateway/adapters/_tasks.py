@@ -5,7 +5,6 @@ approved call runs once, on this gateway) and the adapter reads its outcome from
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -40,7 +39,11 @@ class InProcessTasks:
     async def call(self, call: Call, ctx: CallContext, name: str) -> ToolResult:
         """``call`` asking for a task; a held call's result names its task."""
         ask = TaskAsk()
-        ask.reissue = functools.partial(call, ctx)  # the same call, without a task
+
+        async def reissue(*, task: TaskAsk) -> ToolResult:  # the same call again
+            return await call(replace(ctx, task=task))
+
+        ask.reissue = reissue
         result = await call(replace(ctx, task=ask))
         if ask.held is None:
             return result

@@ -9,9 +9,14 @@ at once: the approval gate opens the pending call and returns (`HeldTask` on the
 The replica that answered settles the task: it waits on the pending store (a decision made on
 any replica, through any channel, reaches it) and then
 
-- approved: re-issues the same call without a task; the approval gate claims the approved
-  call (exactly once across replicas: the store's compare-and-set) and runs it; its result is
-  the task's (``completed``, or ``failed`` when the tool answered an error);
+- approved: re-issues the same call, asking for a task of its own; the approval gate claims
+  the approved call (exactly once across replicas: the store's compare-and-set) and runs it.
+  A tool that supports tasks (``execution.taskSupport`` ``optional`` or ``required``, or any
+  tool of a 2026-07-28 server) runs as an upstream task, as a direct task-augmented call of the
+  same client would (a ``required`` tool refuses any other call): the held task follows it
+  from then on (`TaskService.adopt`: its status, its result through the result steps with the
+  call's one ``tool.result``, a cancel passed to the server). Any other tool answers at once:
+  its result is the task's (``completed``, or ``failed`` when the tool answered an error);
 - denied, expired: ``failed``, the result being the refusal the caller would have read;
 - a worker's answer (``defer``): its result, as for a tool;
 - cancelled (``tasks/cancel`` withdraws the pending call, `HeldTasks.withdraw`): ``cancelled``.
@@ -25,10 +30,11 @@ its caller from the pending call's record: the store's compare-and-set still run
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 import mcp_types as types
@@ -45,7 +51,7 @@ from toolsets.context import CallContext, Principal
 from toolsets.refusal import refusal_result
 from toolsets.result import ToolResult
 from toolsets.upstream.convert import tool_result_to_mcp
-from toolsets.upstream.tasks import HeldTask, TaskAsk
+from toolsets.upstream.tasks import HeldTask, Reissue, TaskAsk
 
 __all__ = ["Calls", "HeldTasks", "held_message"]
 
@@ -147,10 +153,14 @@ class HeldTasks:
         roles = frozenset(call.principal_roles)
         principal = Principal(id=call.principal, roles=roles, tenant=call.tenant)
         ctx = CallContext(principal=principal, session_id=call.session_id)
-        reissue = functools.partial(self._calls.call_tool, call.tool, call.args, ctx)
+        calls = self._calls
+
+        async def reissue(*, task: TaskAsk) -> Any:
+            return await calls.call_tool(call.tool, call.args, dataclasses.replace(ctx, task=task))
+
         await self._settle(record, reissue=reissue)
 
-    async def _settle(self, record: TaskRecord, *, reissue: Any) -> None:
+    async def _settle(self, record: TaskRecord, *, reissue: Reissue | None) -> None:
         assert record.approval_id is not None
         call = await self._decided(record.approval_id)
         current = await self._tasks.store.get(record.id) or record
@@ -160,13 +170,18 @@ class HeldTasks:
         with trace_context.carried(held):  # the task's events name the trace that held it
             await self._end(call, current, reissue)
 
-    async def _end(self, call: PendingCall, current: TaskRecord, reissue: Any) -> None:
+    async def _end(self, call: PendingCall, current: TaskRecord, reissue: Reissue | None) -> None:
         """Move the task of ``call`` (``current``) on to its outcome."""
         if call.state == "approved" and reissue is not None:
             by = call.decided_by or "an approver"
             current = current.moved("working", f"Approval {call.id} approved by {by}; running.")
             await self._tasks.update(current)
-            await self._tasks.update(_ended(current, await _run(reissue, call.id)))
+            ask = TaskAsk(current.ttl_ms)
+            outcome = await _run(functools.partial(reissue, task=ask), call.id)
+            if ask.created is not None:  # an upstream task runs it: followed from now on
+                await self._tasks.adopt(current, ask)
+            else:
+                await self._tasks.update(_ended(current, outcome))
         elif call.state == "cancelled":
             message = f"Call {call.id} was cancelled; not executed."
             await self._tasks.update(current.moved("cancelled", message))
@@ -199,7 +214,7 @@ class HeldTasks:
         return refusal_result(refusal, meta=meta)
 
 
-async def _run(reissue: Any, id: str) -> Any:
+async def _run(reissue: Callable[[], Awaitable[Any]], id: str) -> Any:
     """The approved call's outcome; an error raised on the way is the task's failure."""
     try:
         return await reissue()

@@ -100,35 +100,46 @@ class TaskService:
         """Record the task an upstream created for ``ask`` and follow it."""
         upstream = ask.created
         assert upstream is not None
-        assert ask.server is not None
         now = time.time()
-        paths = ask.decision.redact if ask.decision is not None else ()
-        redacted = values_at(ask.args, paths) if ask.args and paths else ()
         record = TaskRecord(
             id=new_task_id(),
-            upstream=ask.server,
-            upstream_task_id=upstream.task_id,
             principal=principal.id,
             tenant=principal.tenant,
             session_id=session_id,
             tool=tool,
-            upstream_tool=ask.upstream_tool,
-            status="input_required" if upstream.status == "input_required" else "working",
             status_message=upstream.status_message,
             created_at=now,
             updated_at=now,
             ttl_ms=ask.ttl_ms if ask.ttl_ms is not None else upstream.ttl_ms,
-            poll_interval_ms=upstream.poll_interval_ms,
-            pin=ask.pin,
-            call_id=ask.call_id,
-            decision=decision_of(ask.decision),
-            redacted=redacted,
+            **_upstream_task(ask),
         )
         record = self.leases.stamp(record)
         await self.store.put(record)  # durable before the client hears of it
         await self._record(task_created, record)
         self._follow(record)
         return record
+
+    async def adopt(self, record: TaskRecord, ask: TaskAsk) -> None:
+        """Follow here, to its end, the upstream task ``ask`` created for ``record``: a held
+        call's task whose approved call ran task-augmented (`gateway.tasks.held`), run where
+        ``record`` is settled. From now on it is that upstream task's: its status, its result
+        through the result steps (the call's one ``tool.result``), a cancel passed to the
+        server, another replica following it if this one stops."""
+        assert ask.created is not None
+        base = await self.store.get(record.id) or record
+        message = ask.created.status_message or base.status_message
+        fields = _upstream_task(ask)
+        record = base.moved(fields.pop("status"), message, **fields)
+        await self.update(record)
+        upstream = self._upstreams.get(record.upstream or "")
+        if upstream is None:
+            await self._unfollowable(record)
+            return
+        wake = self._wakes[record.id] = anyio.Event()
+        complete = self._review.complete
+        await self._run(
+            TaskFollower(record, upstream, self.store, self._changed, wake, complete=complete)
+        )
 
     async def finished(
         self,
@@ -141,10 +152,16 @@ class TaskService:
         error: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """A gateway-owned task that ended at once: a call no upstream made a task of (denied,
-        answered pending, or a tool without task support), with its ``result`` or ``error``."""
+        answered pending, or a tool without task support), with its ``result`` or ``error``:
+        ``failed`` for an error or a result with ``isError`` (a refusal), as the spec ends a
+        task whose tool result is an error."""
         now = time.time()
-        status: TaskStatus = "completed" if error is None else "failed"
-        message = str(error.get("message")) if error is not None else None
+        status: TaskStatus = "completed"
+        message = None
+        if error is not None:
+            status, message = "failed", str(error.get("message"))
+        elif result is not None and result.get("isError"):
+            status, message = "failed", _text(result)
         record = TaskRecord(
             id=new_task_id(),
             upstream=None,
@@ -323,13 +340,12 @@ class TaskService:
 
     def _resume(self, record: TaskRecord) -> None:
         """Follow ``record``, an unfinished task whose replica stopped, here."""
-        if record.approval_id is not None:
-            if self._resume_held is not None:
-                self._start(record.id, self._resume_held, record)
-        elif record.quarantined:
+        if record.quarantined:
             self._start(record.id, self._await_review, record.id)
-        elif record.upstream is not None:
+        elif record.upstream is not None:  # a held call's task too, once its upstream's
             self._follow(record, resumed=True)
+        elif record.approval_id is not None and self._resume_held is not None:
+            self._start(record.id, self._resume_held, record)
 
     async def _record(self, event: Callable[..., Event], record: TaskRecord, **how: Any) -> None:
         """Put ``event`` of ``record`` on record, its status message masked as its call's
@@ -381,6 +397,32 @@ class TaskService:
             await self.leases.release(followed)  # another replica (or the next start) resumes
         await self.store.close()
         return None
+
+
+def _upstream_task(ask: TaskAsk) -> dict[str, Any]:
+    """The fields of a task record that name the upstream task ``ask`` created and its call."""
+    upstream = ask.created
+    assert upstream is not None
+    assert ask.server is not None
+    paths = ask.decision.redact if ask.decision is not None else ()
+    return {
+        "upstream": ask.server,
+        "upstream_task_id": upstream.task_id,
+        "upstream_tool": ask.upstream_tool,
+        "status": "input_required" if upstream.status == "input_required" else "working",
+        "poll_interval_ms": upstream.poll_interval_ms,
+        "pin": ask.pin,
+        "call_id": ask.call_id,
+        "decision": decision_of(ask.decision),
+        "redacted": values_at(ask.args, paths) if ask.args and paths else (),
+    }
+
+
+def _text(result: Mapping[str, Any]) -> str:
+    """The text of a ``CallToolResult`` (wire form), for a status message."""
+    blocks = result.get("content") or []
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return " ".join(texts) or "The tool answered an error."
 
 
 def _reviewed(record: TaskRecord) -> PinReviewOutcome | None:

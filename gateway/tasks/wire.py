@@ -5,7 +5,9 @@
 ``pollInterval``. 2026-07-28 (the ``io.modelcontextprotocol/tasks`` extension):
 ``CreateTaskResult`` is the task with ``resultType: "task"``; ``tasks/get`` answers the detailed
 task (its ``result`` or ``error`` inlined); ``tasks/cancel`` an empty acknowledgement; ``ttlMs``
-and ``pollIntervalMs``.
+and ``pollIntervalMs``. A task's ``CallToolResult`` is kept as it was made (by a server of either
+era, or the gateway) and answered in the asking client's era's shape (`era_result`): a
+2025-11-25 client never reads 2026-07-28's ``resultType``; a 2026-07-28 client always does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Final
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from mcp_types.methods import serialize_server_result
 
 from gateway.tasks.record import TaskRecord
 
@@ -24,6 +27,7 @@ __all__ = [
     "NOT_FOUND",
     "created_result",
     "detailed_task",
+    "era_result",
     "payload",
     "status_notification",
     "task_fields",
@@ -32,6 +36,8 @@ __all__ = [
 DEFAULT_POLL_MS: Final = 500
 NOT_FOUND: Final = "Failed to retrieve task: Task not found"
 """The answer for a task that does not exist, expired, or belongs to someone else."""
+LEGACY: Final = "2025-11-25"
+MODERN: Final = "2026-07-28"
 
 
 def _iso(seconds: float) -> str:
@@ -82,7 +88,7 @@ def detailed_task(
         if record.status == "input_required":
             fields["inputRequests"] = dict(input_requests or {})
         if _delivered(record):
-            fields["result"] = dict(record.result or {})
+            fields["result"] = era_result(record.result or {}, modern=True)
         if record.status == "failed":
             fields["error"] = dict(record.error or _error(record))
         fields["resultType"] = "complete"
@@ -102,21 +108,29 @@ def payload(record: TaskRecord) -> dict[str, Any]:
     """
     related = {"io.modelcontextprotocol/related-task": {"taskId": record.id}}
     if _delivered(record):
-        result = dict(record.result or {})
+        result = era_result(record.result or {}, modern=False)
         result["_meta"] = {**(result.get("_meta") or {}), **related}
         return result
     error = _error(record) if record.error is None else dict(record.error)
     raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
 
 
+def era_result(result: Mapping[str, Any], *, modern: bool) -> dict[str, Any]:
+    """``result`` (a ``CallToolResult``, wire form) in one era's shape, as the SDK shapes a
+    direct call's (its per-version surface): 2025-11-25 without ``resultType``, 2026-07-28
+    with it."""
+    if modern:
+        return serialize_server_result("tools/call", MODERN, {"resultType": "complete", **result})
+    return serialize_server_result("tools/call", LEGACY, result)
+
+
 def _delivered(record: TaskRecord) -> bool:
-    """Whether the task's result is the client's: a completed task's, or a failed held call's
-    (its refusal or tool error; a quarantined result is never delivered)."""
+    """Whether the task's result is the client's: a completed task's, or a failed gateway-owned
+    task's (a held call's or a refused call's: its refusal or tool error; a quarantined result
+    is never delivered)."""
     if record.result is None:
         return False
-    return record.status == "completed" or (
-        record.status == "failed" and record.approval_id is not None
-    )
+    return record.status == "completed" or (record.status == "failed" and record.upstream is None)
 
 
 def _error(record: TaskRecord) -> dict[str, Any]:

@@ -13,9 +13,9 @@ session, whose result checks do not cover them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -34,6 +34,7 @@ from toolsets.upstream.connection import UpstreamConnection
 __all__ = [
     "TASKS_EXTENSION",
     "HeldTask",
+    "Reissue",
     "TaskAsk",
     "UpstreamTask",
     "UpstreamTasks",
@@ -121,14 +122,21 @@ class HeldTask:
     approvers: tuple[str, ...] = ()
 
 
+class Reissue(Protocol):
+    """A held call made again, asking for ``task`` (an upstream whose tool supports tasks makes
+    one: `gateway.tasks.held` follows it)."""
+
+    async def __call__(self, *, task: TaskAsk) -> Any: ...
+
+
 class TaskAsk:
     """A caller's wish for a task, handed down the call chain (`CallContext.task`).
 
     The upstream call that honours it sets `created` (the server's task), `server`, and `pin`
     (of the tool's definition as the server listed it then); nothing is set when no upstream
     created a task (a denied call, a tool without task support). The approval gate sets `held`
-    when it answers a held call as a task; the face sets `reissue` (the same call again, without
-    a task: how the approved call is claimed and run). The upstream call also notes the call's
+    when it answers a held call as a task; the face sets `reissue` (the same call again, with a
+    fresh ask: how the approved call is claimed and run). The upstream call also notes the call's
     `call_id`, policy `decision` and `args` (the task's result event carries the first two and
     masks what the decision redacts of the last).
     """
@@ -156,7 +164,7 @@ class TaskAsk:
         self.upstream_tool: str | None = None
         self.pin: str | None = None
         self.held: HeldTask | None = None
-        self.reissue: Callable[[], Awaitable[Any]] | None = None
+        self.reissue: Reissue | None = None
 
 
 class UpstreamTasks:

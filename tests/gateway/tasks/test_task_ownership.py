@@ -136,6 +136,7 @@ async def test_a_denied_task_call_never_reaches_the_upstream(tmp_path: Path, fac
             released = await c.call_tool("jobs__release", {"key": "denied"})
     assert answer["isError"] is True
     assert "Jobs are not for agent c." in answer["content"][0]["text"]
-    if not is_modern:
-        assert ended["status"] == "completed"  # a gateway-owned task, ended with the refusal
+    if not is_modern:  # a gateway-owned task, ended with the refusal: a tool error, so failed
+        assert ended["status"] == "failed"  # as a denied held call's task (test_held_as_task)
+        assert "Jobs are not for agent c." in ended["statusMessage"]
     assert released.content[0].text == "0"  # the upstream never made a job
