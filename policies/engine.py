@@ -99,6 +99,11 @@ class PolicyEngine:
         """Every rule, in load order."""
         return self._compiled.rules
 
+    @property
+    def default(self) -> Decision:
+        """The decision on a tool call no rule matches (``defaults.effect``, its approval)."""
+        return self._compiled.default
+
     def rule(self, rule_id: str) -> CompiledRule:
         """The rule with id ``rule_id``.
 

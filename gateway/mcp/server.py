@@ -32,6 +32,8 @@ from gateway.mcp.relay import declared, named, request_peer
 from gateway.mcp.resource_handlers import ResourceHandlers
 from gateway.mcp.task_handlers import TaskHandlers
 from gateway.resources.listen_streams import SessionListen
+from policies.holder import PolicyHolder
+from policies.task_offer import may_answer_as_task
 from toolsets import _sdk_compat as sdk
 from toolsets import trace_context
 from toolsets.context import ANONYMOUS, CallContext, ClientInfo, Principal, ProgressCallback
@@ -107,22 +109,27 @@ class GatewayServer(Server[Any]):
 
 
 class _Catalogue:
-    """MCP `Tool` objects for listings, each converted once per tool definition (name and pin),
-    and the input schemas the SDK checks ``Mcp-Param-*`` headers against."""
+    """MCP `Tool` objects for listings, each converted once per tool definition (name and pin)
+    and policy version (which tools a held call may be answered as a task for,
+    `policies.task_offer`), and the input schemas the SDK checks ``Mcp-Param-*`` headers
+    against."""
 
-    def __init__(self) -> None:
-        self._converted: dict[tuple[str, str], types.Tool] = {}
+    def __init__(self, policy: PolicyHolder) -> None:
+        self._policy = policy
+        self._converted: dict[tuple[str, str, str], types.Tool] = {}
         self._schemas: dict[str, Mapping[str, Any]] = {}
 
     def tools(self, catalogue: dict[str, ToolDef]) -> list[types.Tool]:
         tools = []
+        engine = self._policy.current
         for tool in catalogue.values():
-            key = (tool.name, tool.pin)
+            key = (tool.name, tool.pin, engine.version)
             converted = self._converted.get(key)
             if converted is None:
                 if len(self._converted) >= MAX_CONVERTED:
                     self._converted.clear()
-                converted = self._converted[key] = tool_def_to_mcp(tool)
+                offer = may_answer_as_task(engine, tool)
+                converted = self._converted[key] = tool_def_to_mcp(tool, offer_tasks=offer)
                 self._schemas[tool.name] = tool.input_schema
             tools.append(converted)
         return tools
@@ -186,7 +193,7 @@ class Downstream:
         self.principal = principal
         self.connection_id = f"stdio-{uuid.uuid4().hex}" if transport == "stdio" else None
         self.listen = SessionListen(self._listen_key)
-        self.catalogue = _Catalogue()
+        self.catalogue = _Catalogue(gateway.policy)
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.by_session: weakref.WeakValueDictionary[str, Connection] = (
             weakref.WeakValueDictionary()

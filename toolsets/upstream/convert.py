@@ -74,8 +74,16 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
-    """The MCP wire `Tool` for an exposed `ToolDef`; annotations and output schema unchanged."""
+def tool_def_to_mcp(tool: ToolDef, *, offer_tasks: bool = False) -> types.Tool:
+    """The MCP wire `Tool` for an exposed `ToolDef`; annotations and output schema unchanged.
+
+    ``offer_tasks``: the gateway answers some calls of the tool with a task of its own (a held
+    call, `approval.as_task`), so a tool whose upstream lists no ``execution.taskSupport`` (or
+    ``forbidden``) is listed with ``optional``; the pin still covers the upstream's definition.
+    """
+    execution = tool.execution
+    if offer_tasks and (execution or {}).get("taskSupport", "forbidden") == "forbidden":
+        execution = {**(execution or {}), "taskSupport": "optional"}
     return types.Tool(
         name=tool.name,
         title=tool.title,
@@ -86,7 +94,7 @@ def tool_def_to_mcp(tool: ToolDef) -> types.Tool:
         if tool.annotations
         else None,
         icons=[types.Icon.model_validate(icon) for icon in tool.icons] if tool.icons else None,
-        execution=types.ToolExecution.model_validate(tool.execution) if tool.execution else None,
+        execution=types.ToolExecution.model_validate(execution) if execution else None,
         _meta={
             **(tool.meta or {}),
             "lockgate/server": tool.server,
