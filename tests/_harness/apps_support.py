@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Sequence
 
 from mcp import Client, StdioServerParameters
 from paths import HARNESS
-from upstreams.apps_server import ADMIN, APP_MIME, CHART
+from upstreams.apps_server import ADMIN, APP_MIME, CHART, REPORT
 
-__all__ = ["ADMIN", "APPS_SERVER", "APP_MIME", "CHART", "direct_client"]
+__all__ = ["ADMIN", "APPS_SERVER", "APP_MIME", "CHART", "REPORT", "direct_client"]
 
 APPS_SERVER = str(HARNESS / "upstreams" / "apps_server.py")
 

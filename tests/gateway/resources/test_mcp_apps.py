@@ -13,7 +13,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from apps_support import ADMIN, APP_MIME, APPS_SERVER, CHART, direct_client
+from apps_support import ADMIN, APP_MIME, APPS_SERVER, CHART, REPORT, direct_client
 from mcp import Client
 from npm_support import NODE, npm_package
 from support import write_config
@@ -31,6 +31,9 @@ rules:
     resources: ["ui://charts/admin.html"]
     effect: deny
     message: The admin UI is not for agents.
+  - id: no-report-ui
+    resources: ["ui://charts/report.html"]
+    effect: hide
 """
 
 Watched = tuple[Client, Heard]
@@ -44,7 +47,8 @@ def basic_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def surface_config(tmp_path_factory: pytest.TempPathFactory, basic_app: Path) -> Path:
-    """The SDK app (``apps``) and the npm example (``clock``), with a policy denying one UI."""
+    """The SDK app (``apps``) and the npm example (``clock``), with a policy denying one UI
+    and hiding another."""
     directory = tmp_path_factory.mktemp("apps")
     policy = directory / "policy.yaml"
     policy.write_text(POLICY, encoding="utf-8")
@@ -112,6 +116,32 @@ async def test_a_policy_denies_a_ui_resource_like_any_other(watched: Watched) ->
     assert (error.code, error.message) == (REFUSED, "The admin UI is not for agents.")
     assert error.data is not None
     assert error.data["lockgate/decision"]["rule_id"] == "no-admin-ui"
+
+
+async def test_a_hidden_ui_resource_is_unlisted_and_reads_as_one_its_server_lacks(
+    watched: Watched,
+) -> None:
+    """``hide`` on a UI resource works as on any resource. The tool linking it stays listed
+    with its link as served: tools are decided by tool rules, and the link is part of the
+    tool's definition its pin covers; reading the link answers as for a UI the server lacks,
+    so the host shows no UI and the tool's text result stands."""
+    client, _ = watched
+    hidden, missing = served(REPORT, "apps"), served("ui://charts/nope.html", "apps")
+
+    listed = [r.uri for r in (await client.list_resources()).resources]
+    unseen = await refused(client.read_resource(hidden))
+    absent = await refused(client.read_resource(missing))
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    result = await client.call_tool("apps__show_report", {"title": "q3"})
+
+    assert hidden not in listed
+    assert served(CHART, "apps") in listed
+    assert unseen.code == absent.code
+    assert unseen.message.replace(hidden, "{}") == absent.message.replace(missing, "{}")
+    assert tools["apps__show_report"].meta is not None
+    assert tools["apps__show_report"].meta["ui"] == {"resourceUri": hidden}
+    assert isinstance(result.content[0], types.TextContent)
+    assert result.content[0].text == "report q3"
 
 
 async def test_the_apps_tool_itself_runs_through_the_gateway(watched: Watched) -> None:
