@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from gateway.approvals.context_text import context_text
 from gateway.approvals.errors import InvalidHumanResponse
 from gateway.approvals.pending import HumanDecision, PendingCall
 
@@ -92,8 +93,9 @@ def interrupt_request(
 ) -> dict[str, Any]:
     """The interrupt request for the held ``call``; ``note`` is added to the description (why
     an earlier response was refused), and so is its ``context`` pack when given
-    (`gateway.approvals.context_pack`: what the tool does, why it was held, who asks, what
-    the session did before)."""
+    (`gateway.approvals.context_pack`: what the tool does, why it was held and by which part
+    of the rule's condition, who asks, what the session did before, the times, who else may
+    decide and the votes left)."""
     description = f"{call.reason} (approval {call.id})" if call.reason else f"approval {call.id}"
     if context:
         description += "".join(f"\n{line}" for line in context_lines(context))
@@ -117,27 +119,8 @@ def interrupt_request(
 
 
 def context_lines(context: Mapping[str, Any]) -> list[str]:
-    """A context pack as plain lines for a reviewer: what the tool does, why it was held, its
-    hints (the server's claims) and flags, the client, the session's calls before."""
-    tool, rule = context.get("tool") or {}, context.get("rule") or {}
-    lines = []
-    if tool.get("description"):
-        lines.append(f"What it does: {' '.join(str(tool['description']).split())}")
-    if rule.get("text"):
-        lines.append(f"Why held: {rule['text']}")
-    hints = ", ".join(f"{k}={v}" for k, v in (tool.get("annotations") or {}).items())
-    if hints:
-        lines.append(f"Hints (the server's own claims): {hints}")
-    if tool.get("flags"):
-        lines.append(f"Flags: {', '.join(tool['flags'])}")
-    client = (context.get("caller") or {}).get("client") or {}
-    named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k))
-    if named:
-        lines.append(f"Client: {named}")
-    recent = (context.get("session") or {}).get("recent") or []
-    if recent:
-        lines.append("Before this: " + ", ".join(str(c.get("tool")) for c in recent))
-    return lines
+    """A context pack as plain lines for a reviewer (`gateway.approvals.context_text`)."""
+    return context_text(context)
 
 
 def noted(request: dict[str, Any], note: str | None) -> dict[str, Any]:

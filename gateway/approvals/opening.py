@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from gateway.approvals.errors import TooManyPending
 from gateway.approvals.pending import PendingCall
@@ -20,12 +20,19 @@ from toolsets.context import CallContext
 from toolsets.errors import ApprovalConflict, AuditUnavailable
 from toolsets.tooldef import ToolDef
 
-__all__ = ["NOT_ON_RECORD", "Openings"]
+__all__ = ["NOT_ON_RECORD", "Notice", "Openings"]
 
 log = logging.getLogger("lockgate.approvals")
 NOT_ON_RECORD: Final = (
     "the request could not be put on record (audit log unwritable); not asked, not run"
 )
+
+
+class Notice(Protocol):
+    """A new held call's context pack as its ``tool.approval.requested`` event carries it
+    (`gateway.approvals.context_pack.notice`)."""
+
+    async def __call__(self, call: PendingCall) -> dict[str, Any]: ...
 
 
 class Openings:
@@ -35,11 +42,20 @@ class Openings:
         store: The pending calls.
         record: Puts an event on record, then publishes it.
         max_pending: How many calls of one principal may wait at once.
+        notice: The context pack a new call's event carries (None: the tool and client only).
     """
 
-    def __init__(self, store: PendingStore, record: ApprovalRecorder, *, max_pending: int) -> None:
+    def __init__(
+        self,
+        store: PendingStore,
+        record: ApprovalRecorder,
+        *,
+        max_pending: int,
+        notice: Notice | None = None,
+    ) -> None:
         self._store = store
         self._record = record
+        self._notice = notice
         self.max_pending = max_pending
 
     async def request(
@@ -72,8 +88,22 @@ class Openings:
                 "wait for those before making more calls that need approval."
             )
         call = await self._store.create(held_call(tool, args, ctx, decision))  # durable first
-        await self._announce(call, requested(call, tool, ctx, args, decision))
+        context = await self._context(call)
+        await self._announce(call, requested(call, tool, ctx, args, decision, context=context))
         return call
+
+    async def _context(self, call: PendingCall) -> dict[str, Any] | None:
+        """The notice's context pack; None (the event then has the tool and client only) when
+        it cannot be built: telling approvers less never stops the call being held."""
+        if self._notice is None or call.kind != "approval":
+            return None
+        try:
+            return await self._notice(call)
+        except Exception as exc:  # the name only: a message could quote the arguments
+            log.warning(
+                "the context pack of %s was left out of its notice: %s", call.id, type(exc).__name__
+            )
+            return None
 
     async def _announce(self, call: PendingCall, event: Event) -> None:
         """Put a new held call on record; one that cannot be ends ``failed``, unasked."""

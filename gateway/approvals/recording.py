@@ -93,9 +93,16 @@ def origin_of(call: PendingCall) -> CallContext:
 
 
 def requested(
-    call: PendingCall, tool: ToolDef, ctx: CallContext, args: Mapping[str, Any], decision: Decision
+    call: PendingCall,
+    tool: ToolDef,
+    ctx: CallContext,
+    args: Mapping[str, Any],
+    decision: Decision,
+    *,
+    context: Mapping[str, Any] | None = None,
 ) -> Event:
-    """``tool.approval.requested`` for a held call, ``tool.deferred`` for an external one."""
+    """``tool.approval.requested`` for a held call, ``tool.deferred`` for an external one;
+    ``context``: the held call's context pack as a notice carries it."""
     if call.kind == "external":
         return events.tool_deferred(tool, ctx, args, decision, pending_id=call.id)
     expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(call.expires_at))
@@ -109,6 +116,7 @@ def requested(
         reason=call.reason,
         expires_at=expires,
         hold_seconds=hold,
+        context=context,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from gateway.approvals.asked import Asked
 from gateway.approvals.closing import Closing
+from gateway.approvals.context_pack import context_pack, notice
 from gateway.approvals.deciding import Decisions
 from gateway.approvals.editing import EditCheck, SessionLoader
 from gateway.approvals.grant_store import GrantStore
@@ -65,7 +66,8 @@ class ApprovalService:
         pending."""
         self.tools = KnownTools(catalogue, quarantine)
         self.grants = Grants(grant_store, store, record, clock=store.now)
-        self.openings = Openings(store, record, max_pending=max_pending)
+        self.sessions = sessions
+        self.openings = Openings(store, record, max_pending=max_pending, notice=self._notice)
         self.outcomes = Outcomes(store, record, self.tools)
         self.decisions = Decisions(
             store,
@@ -75,6 +77,14 @@ class ApprovalService:
             record=record,
             edits=EditCheck(self.tools, validators, policy, sessions),
         )
+
+    async def _notice(self, call: PendingCall) -> dict[str, Any]:
+        """``call``'s context pack as its ``tool.approval.requested`` event carries it."""
+        session = self.sessions.ensure if self.sessions is not None else None
+        pack = await context_pack(
+            call, tools=self.tools, engine=self.policy.current, session=session
+        )
+        return notice(pack)
 
     def register_reviewed(self, tool: ToolDef) -> None:
         """Know ``tool``, a host's own function reviewed through the gateway (the

@@ -64,7 +64,7 @@ def details(call: Mapping[str, Any], now: float) -> str:
         ("tool", f"{call['tool']} (server {call['server']})"),
         ("caller", _caller(call)),
         ("rule", f"{call.get('rule_id') or 'default'}: {call.get('reason') or '-'}"),
-        ("approvers", ", ".join(call.get("approvers") or []) or "any approver"),
+        ("approvers", _approvers(call)),
         ("requested", iso(call["created_at"])),
         ("expires", iso(call["expires_at"])),
     ]
@@ -90,14 +90,16 @@ def _caller(call: Mapping[str, Any]) -> str:
     return str(call["principal"]) + (f" (session {session})" if session else "")
 
 
+def _approvers(call: Mapping[str, Any]) -> str:
+    """Who may decide, the votes cast and how many remain, as the context pack says it."""
+    deciding = (call.get("context") or {}).get("deciding") or {}
+    if call["state"] == "pending" and deciding.get("text"):
+        return str(deciding["text"])
+    return ", ".join(call.get("approvers") or []) or "any approver"
+
+
 def _decision_rows(call: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
-    stages = call.get("stages") or []
-    if stages and call["state"] == "pending":
-        votes = [v for v in call.get("votes") or [] if v.get("stage") == call.get("stage")]
-        stage = call.get("stage", 0)
-        needed = stages[stage]["min"] if stage < len(stages) else 0
-        rows.append(("stage", f"{stage + 1} of {len(stages)}: {len(votes)} of {needed} votes"))
     if call.get("decided_by"):
         by = f"{call.get('decision')} by {call['decided_by']} via {call.get('channel') or '-'}"
         rows.append(("decided", by))

@@ -3,8 +3,10 @@
 Slack's incoming webhooks (and Mattermost, Rocket.Chat, Teams' Slack-compatible connectors) take
 ``{"text": ...}`` with ``<url|label>`` links and ``*bold*``/`` `code` `` markup. A held call
 links to its card on the approvals page (``link``: the gateway's public base URL) and names the
-command that approves it. Values are redacted as in the event; markup characters in them are
-escaped as Slack asks (``&``, ``<``, ``>``).
+command that approves it, followed by the call's context pack as plain lines
+(`gateway.approvals.context_text`: what the tool does, the rule and the condition that held it,
+who asks, the session's calls before, the times, who else may decide). Values are redacted as in
+the event; markup characters in them are escaped as Slack asks (``&``, ``<``, ``>``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gateway.approvals.context_text import context_text
 from gateway.events.model import Event
 
 __all__ = ["slack_body"]
@@ -33,7 +36,7 @@ def slack_body(event: Event, link: str | None) -> bytes:
         text = (
             f"*Held for approval:* `{tool}` for `{who}` (rule `{rule}`): "
             f"{_escape(data.get('reason') or '')}.{card} "
-            f"Or: `lockgate approvals approve {id}`" + _context_lines(data.get("tool_context"))
+            f"Or: `lockgate approvals approve {id}`" + _context_lines(data)
         )
     elif event.type == "tool.approval.resolved":
         text = (
@@ -46,20 +49,23 @@ def slack_body(event: Event, link: str | None) -> bytes:
     return json.dumps({"text": text}, ensure_ascii=False).encode()
 
 
-def _context_lines(context: Any) -> str:
-    """What the tool does, its hints (the server's claims) and flags, and the client asking."""
+def _context_lines(data: dict[str, Any]) -> str:
+    """The event's context pack (an event recorded before it carried one: its ``tool_context``)
+    as lines; the tool's description quoted, its flags in bold."""
+    context = data.get("context")
     if not isinstance(context, dict):
-        return ""
-    lines = []
-    if context.get("description"):
-        lines.append(f"> {_escape(context['description'])}")
-    hints = ", ".join(f"{k}={v}" for k, v in (context.get("hints") or {}).items())
-    if hints:
-        lines.append(f"Hints (the server's own claims): {_escape(hints)}")
-    if context.get("flags"):
-        lines.append(f"*Flags:* {_escape(', '.join(context['flags']))}")
-    client = context.get("client") or {}
-    named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k))
-    if named:
-        lines.append(f"Client: {_escape(named)}")
-    return "".join("\n" + line for line in lines)
+        found = data.get("tool_context")
+        facts: dict[str, Any] = found if isinstance(found, dict) else {}
+        about = {"description": facts.get("description"), "annotations": facts.get("hints")}
+        about["flags"] = facts.get("flags")
+        context = {"tool": about, "caller": {"client": facts.get("client")}}
+    lines = [_escape(line) for line in context_text(context)]
+    return "".join("\n" + _marked(line) for line in lines)
+
+
+def _marked(line: str) -> str:
+    if line.startswith("What it does: "):
+        return "> " + line.removeprefix("What it does: ")
+    if line.startswith("Flags: "):
+        return "*Flags:* " + line.removeprefix("Flags: ")
+    return line

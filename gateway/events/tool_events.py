@@ -209,12 +209,19 @@ def approval_requested(
     reason: str = "",
     expires_at: str | None = None,
     hold_seconds: float | None = None,
+    context: Mapping[str, Any] | None = None,
 ) -> Event:
     """``tool.approval.requested``: the call is held until an approver decides (the caller
-    waits up to ``hold_seconds`` before it is answered "pending")."""
+    waits up to ``hold_seconds`` before it is answered "pending"). ``context`` is the call's
+    context pack as a notice may carry it (`gateway.approvals.context_pack.notice`: no argument
+    values); without one, the event's ``context`` has the tool and the client only. Values the
+    decision redacts in the arguments are masked in it too."""
     data = _with_args(tool, ctx, args, decision)
     data.update(approval_id=approval_id, reason=redact(reason), expires_at=expires_at)
     data.update(hold_seconds=hold_seconds, tool_context=_tool_context(tool, ctx))
+    secrets = values_at(args, decision.redact) if decision.redact else ()
+    shown = context if context is not None else _bare_context(tool, ctx, data["tool_context"])
+    data["context"] = mask_values(redact(dict(shown)), secrets)
     return Event(type="tool.approval.requested", data=data)
 
 
@@ -235,6 +242,14 @@ def _tool_context(tool: ToolDef, ctx: CallContext) -> dict[str, Any]:
         "flags": list(tool.flags),
         "client": {"name": ctx.client.name, "version": ctx.client.version},
     }
+
+
+def _bare_context(tool: ToolDef, ctx: CallContext, facts: Mapping[str, Any]) -> dict[str, Any]:
+    """A context pack's shape for what the event itself knows: the tool and the client asking
+    (the event names the principal)."""
+    about = {"name": tool.name, "server": tool.server, "description": facts["description"]}
+    about.update(annotations=facts["hints"], flags=facts["flags"])
+    return {"tool": about, "caller": {"client": facts["client"]}}
 
 
 def approval_resolved(

@@ -76,8 +76,9 @@ async def test_a_preview_runs_once_under_policy_and_a_denied_one_shows_as_not_ru
     }
     assert again["preview"] == shown["preview"]  # run once, kept
     assert ran.data["session_id"] == f"preview:{write_id}"  # in a session of its own
-    # the caller's session holds its own two calls only, after the preview ran too
-    assert [c["tool"] for c in again["session"]["recent"]] == ["echo__echo", "echo__weather"]
+    # the caller's session holds its own calls only, after the preview ran too (the pack
+    # leaves out the held call itself: its other held call is all it shows)
+    assert [c["tool"] for c in again["session"]["recent"]] == ["echo__weather"]
     assert denied["preview"]["ran"] is False
     assert denied["preview"]["text"].startswith("Not run: the policy says deny")
     assert "  preview    echo__echo: now: write Oslo" in cli.stdout
