@@ -12,41 +12,22 @@ result in its own shape: 2025-11-25 without 2026-07-28's ``resultType``. Both er
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from approvals_e2e_support import (
-    AGENT,
-    AGENT_TOKEN,
-    ALICE,
-    ALICE_TOKEN,
-    api_client,
-    decide,
-    marker,
-)
+from approvals_e2e_support import decide, marker
 from gateway_faces import FACES, HTTP_FACES, Face
+from held_task_support import held_rig
 from mcp import Client
-from npm_support import NODE, npm_bin, npm_package
-from support import echo_upstream, serve_asgi, write_config
-from tasks_client import (
-    TERMINAL,
-    call_as_task,
-    modern,
-    open_tasks_client,
-    request,
-    tasks_upstream,
-    until_ended,
-)
+from npm_support import NODE
+from support import echo_upstream
+from tasks_client import TERMINAL, call_as_task, modern, request, tasks_upstream, until_ended
 
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
-from gateway.gateway import Gateway
-from gateway.http.app import build_app
 
 RESEARCH = "everything__simulate-research-query"
 POLICY = f"""\
@@ -55,40 +36,6 @@ defaults: {{effect: allow, approval: {{approvers: ["role:security"], expires: 2m
 rules:
   - {{id: held, tools: [{RESEARCH}, jobs__job, echo__echo], effect: ask}}
 """
-
-
-@pytest.fixture(scope="module")
-def everything(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """server-everything's stdio entry point, installed from the npm registry."""
-    npm = npm_package(tmp_path_factory, "@modelcontextprotocol/server-everything")
-    return npm_bin(npm, "mcp-server-everything")
-
-
-@contextlib.asynccontextmanager
-async def _rig(
-    tmp_path: Path, face: Face, servers: list[dict[str, Any]]
-) -> AsyncIterator[tuple[Gateway, Client, httpx2.AsyncClient]]:
-    """A served gateway (the REST API as alice; its bus), and a tasks client as the agent on
-    ``face`` (a stdio face runs its own gateway on the same config and SQLite file)."""
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY, encoding="utf-8")
-    config = write_config(
-        tmp_path,
-        servers,
-        policies={"files": [str(policy)]},
-        auth={
-            "agents": [{"id": AGENT, "token": AGENT_TOKEN}],
-            "approvers": [{"id": ALICE, "token": ALICE_TOKEN, "roles": ["security"]}],
-        },
-        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-    )
-    gateway = Gateway.from_config(config)
-    async with (
-        serve_asgi(build_app(gateway)) as base,
-        api_client(base) as api,
-        open_tasks_client(face, config=config, url=f"{base}/mcp", token=AGENT_TOKEN) as client,
-    ):
-        yield gateway, client, api
 
 
 async def _approved(client: Client, api: httpx2.AsyncClient, tool: str, args: Any) -> str:
@@ -138,7 +85,7 @@ async def test_an_approved_held_call_to_a_task_only_tool_completes_as_the_upstre
              "args": [str(everything), "stdio"]}  # fmt: skip
     with anyio.fail_after(120):
         async with (
-            _rig(tmp_path, face, [entry]) as (gateway, client, api),
+            held_rig(tmp_path, face, [entry], POLICY) as (gateway, client, api),
             gateway.events.subscribe(["tool.*", "task.*"]) as events,
         ):
             is_modern = modern(client)
@@ -165,7 +112,7 @@ async def test_cancelling_an_approved_held_task_cancels_the_upstreams_task(
 ) -> None:
     key = marker("cancel")
     with anyio.fail_after(90):
-        async with _rig(tmp_path, face, [tasks_upstream()]) as (_gateway, client, api):
+        async with held_rig(tmp_path, face, [tasks_upstream()], POLICY) as (_gateway, client, api):
             task_id = await _approved(client, api, "jobs__job", {"key": key})
             running = await _until_message(client, task_id, "waiting for release")
             await request(client, "tasks/cancel", task_id)
@@ -182,7 +129,7 @@ async def test_each_era_reads_a_held_tasks_result_with_its_own_fields_only(
 ) -> None:
     text = marker("era")
     with anyio.fail_after(60):
-        async with _rig(tmp_path, face, [echo_upstream()]) as (_gateway, client, api):
+        async with held_rig(tmp_path, face, [echo_upstream()], POLICY) as (_gateway, client, api):
             is_modern = modern(client)
             task_id = await _approved(client, api, "echo__echo", {"text": text})
             ended = await until_ended(client, task_id)

@@ -11,53 +11,49 @@ upstream era runs against ``tasks_server.py`` in ``test_tasks_proxied.py``).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from gateway_faces import CROSSED_FACES, Face, running, serve_gateway
-from npm_support import NODE, npm_bin, npm_package
+from npm_support import NODE
 from support import free_port, write_config
 from tasks_client import call_as_task, modern, open_tasks_client, request, until_ended
 
-EVERYTHING = "@modelcontextprotocol/server-everything"
 TOOL = "everything__simulate-research-query"
 
 
-@pytest.fixture(scope="module")
-def everything(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """server-everything's stdio entry point, installed from the npm registry."""
-    return npm_bin(npm_package(tmp_path_factory, EVERYTHING), "mcp-server-everything")
-
-
-@pytest.mark.parametrize("face", CROSSED_FACES)
-async def test_server_everythings_research_task_completes_through_the_gateway(
-    everything: Path, tmp_path: Path, face: Face
-) -> None:
-    entry = {"name": "everything", "transport": "stdio", "command": NODE,
-             "args": [str(everything), "stdio"]}  # fmt: skip
-    config = write_config(tmp_path, [entry])
-    with anyio.fail_after(90):
-        listed, created, ended, report = await _research_task(config, face)
-    assert TOOL in listed
-    assert created["status"] == "working"
-    assert created["taskId"].startswith("lgt_")
-    assert ended["status"] == "completed"
-    assert "# Research Report: gateways" in report["content"][0]["text"]
-
-
-@pytest.mark.parametrize("face", CROSSED_FACES)
-async def test_server_everythings_research_task_over_streamable_http_completes_through_the_gateway(
-    everything: Path, tmp_path: Path, face: Face
-) -> None:
+@contextlib.asynccontextmanager
+async def _everything_upstream(everything: Path, transport: str) -> AsyncIterator[dict[str, Any]]:
+    """server-everything's config entry on ``transport``; over streamable HTTP, running."""
+    if transport == "stdio":
+        yield {"name": "everything", "transport": "stdio", "command": NODE,
+               "args": [str(everything), "stdio"]}  # fmt: skip
+        return
     port = free_port()
     # server-everything takes its port from $PORT; `env` execs node, so terminating it stops node
     argv = ["env", f"PORT={port}", NODE, str(everything), "streamableHttp"]
-    entry = {"name": "everything", "transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}
-    config = write_config(tmp_path, [entry])
+    async with running([(argv, port)]):
+        yield {"name": "everything", "transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}
+
+
+@pytest.mark.parametrize("face", CROSSED_FACES)
+@pytest.mark.parametrize(
+    "transport",
+    [
+        pytest.param("stdio", id="stdio upstream"),
+        pytest.param("streamableHttp", id="streamable HTTP upstream"),
+    ],
+)
+async def test_server_everythings_research_task_completes_through_the_gateway(
+    everything: Path, tmp_path: Path, face: Face, transport: str
+) -> None:
     with anyio.fail_after(90):
-        async with running([(argv, port)]):
+        async with _everything_upstream(everything, transport) as entry:
+            config = write_config(tmp_path, [entry])
             listed, created, ended, report = await _research_task(config, face)
     assert TOOL in listed
     assert created["status"] == "working"

@@ -18,24 +18,12 @@ from typing import Any
 
 import anyio
 import pytest
-from approvals_e2e_support import (
-    AGENT,
-    AGENT_TOKEN,
-    ALICE,
-    ALICE_TOKEN,
-    RECORDER,
-    api_client,
-    decide,
-    executions,
-    marker,
-)
+from approvals_e2e_support import RECORDER, decide, executions, marker
 from gateway_faces import HTTP_FACES, Face
+from held_task_support import held_rig
 from mcp import Client
-from support import serve_asgi, write_config
-from tasks_client import call_as_task, modern, open_tasks_client, request, until_ended
+from tasks_client import call_as_task, modern, request, until_ended
 
-from gateway.gateway import Gateway
-from gateway.http.app import build_app
 from policies.engine import PolicyEngine
 from policies.task_offer import may_answer_as_task
 from toolsets.tooldef import ToolDef
@@ -83,27 +71,10 @@ async def test_a_strict_client_holds_as_a_task_a_call_to_a_tool_its_upstream_lis
 ) -> None:
     value = marker("strict")
     log = tmp_path / "executions.jsonl"
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY, encoding="utf-8")
     recorder = {"name": "recorder", "transport": "stdio", "command": sys.executable,
                 "args": [RECORDER, "--log", str(log)]}  # fmt: skip
-    config = write_config(
-        tmp_path,
-        [recorder],
-        policies={"files": [str(policy)]},
-        auth={
-            "agents": [{"id": AGENT, "token": AGENT_TOKEN}],
-            "approvers": [{"id": ALICE, "token": ALICE_TOKEN, "roles": ["security"]}],
-        },
-        approvals={"store": "sqlite", "path": str(tmp_path / "pending.db")},
-    )
-    gateway = Gateway.from_config(config)
     with anyio.fail_after(90):
-        async with (
-            serve_asgi(build_app(gateway)) as base,
-            api_client(base) as api,
-            open_tasks_client(face, config=config, url=f"{base}/mcp", token=AGENT_TOKEN) as client,
-        ):
+        async with held_rig(tmp_path, face, [recorder], POLICY) as (gateway, client, api):
             is_modern = modern(client)
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             created = await _strict_call_as_task(client, "recorder__record", {"value": value})
