@@ -7,6 +7,19 @@ from pathlib import Path
 
 from support import echo_upstream, write_config
 
+SECRET_ECHO_POLICY = """\
+version: 1
+defaults: {effect: allow}
+rules:
+  - id: secrets-need-a-look
+    tools: [echo__echo]
+    when: 'args.text.startsWith("secret")'
+    effect: ask
+    reason: echoing a secret
+    approval: {hold: 0s, expires: 5m}
+"""
+"""Asks about (and holds at once) an ``echo__echo`` call whose text starts with ``secret``."""
+
 
 def held_config(directory: Path, policy: str, token: str) -> Path:
     """Write ``policy`` and the config beside it; the config's path."""

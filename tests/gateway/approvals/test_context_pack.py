@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from gateway_faces import FACES, Face, open_client
-from held_config_support import held_config
+from held_config_support import SECRET_ECHO_POLICY, held_config
 from mcp.client.session import DEFAULT_CLIENT_INFO
 from support import serve_asgi
 
@@ -24,24 +24,13 @@ from gateway.gateway import Gateway
 from gateway.http.app import build_app
 
 ALICE = "context-alice-token"
-POLICY = """\
-version: 1
-defaults: {effect: allow}
-rules:
-  - id: secrets-need-a-look
-    tools: [echo__echo]
-    when: 'args.text.startsWith("secret")'
-    effect: ask
-    reason: echoing a secret
-    approval: {hold: 0s, expires: 5m}
-"""
 
 
 @pytest.mark.parametrize("face", FACES)
 async def test_a_held_calls_context_says_what_why_who_and_what_came_before(
     tmp_path: Path, face: Face
 ) -> None:
-    config = held_config(tmp_path, POLICY, ALICE)
+    config = held_config(tmp_path, SECRET_ECHO_POLICY, ALICE)
     gateway = Gateway.from_config(config)
     session = {"Lockgate-Session": "context-pack-test"}  # a 2026-07-28 client names its session
     async with (

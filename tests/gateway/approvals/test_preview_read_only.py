@@ -9,7 +9,9 @@ uvicorn, `mcp.Client`, the REST API and the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,23 @@ def _seen(log: Path) -> list[str]:
     return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
 
 
+@contextlib.asynccontextmanager
+async def _served(
+    config: Path, face: Face, session: str
+) -> AsyncIterator[tuple[str, Any, httpx2.AsyncClient]]:
+    """The gateway on ``config`` under uvicorn: its base URL, a client on ``face`` in
+    ``session``, and the REST API as alice."""
+    gateway = Gateway.from_config(config)
+    async with (
+        serve_asgi(build_app(gateway)) as base,
+        open_client(
+            face, config=config, url=f"{base}/mcp", headers={"Lockgate-Session": session}
+        ) as client,
+        httpx2.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {ALICE}"}) as api,
+    ):
+        yield base, client, api
+
+
 async def _held(client: Any, path: str) -> str:
     result = await client.call_tool("files__write_file", {"path": path, "text": "new"})
     pending: str = (result.meta or {})["lockgate/pending"]["id"]
@@ -91,13 +110,7 @@ async def test_a_preview_tool_not_declared_read_only_is_shown_as_not_run_and_nev
     tmp_path: Path, face: Face
 ) -> None:
     config, log = _config(tmp_path)
-    gateway = Gateway.from_config(config)
-    session = {"Lockgate-Session": "preview-hints"}
-    async with (
-        serve_asgi(build_app(gateway)) as base,
-        open_client(face, config=config, url=f"{base}/mcp", headers=session) as client,
-        httpx2.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {ALICE}"}) as api,
-    ):
+    async with _served(config, face, "preview-hints") as (base, client, api):
         held = {path: await _held(client, path) for path in PREVIEWS}
         shown: dict[str, dict[str, Any]] = {}
         for path, id in held.items():
@@ -135,13 +148,7 @@ async def test_a_preview_is_decided_in_the_held_calls_session_so_its_labels_can_
     tmp_path: Path, face: Face
 ) -> None:
     config, log = _config(tmp_path)
-    gateway = Gateway.from_config(config)
-    session = {"Lockgate-Session": "preview-labels"}
-    async with (
-        serve_asgi(build_app(gateway)) as base,
-        open_client(face, config=config, url=f"{base}/mcp", headers=session) as client,
-        httpx2.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {ALICE}"}) as api,
-    ):
+    async with _served(config, face, "preview-labels") as (_base, client, api):
         secret = await client.call_tool("files__read_secret", {})
         assert not secret.is_error, secret
         id = await _held(client, "read")

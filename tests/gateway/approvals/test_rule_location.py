@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+from held_config_support import SECRET_ECHO_POLICY
 from support import echo_upstream, serve_asgi, write_config
 
 from gateway.gateway import Gateway
@@ -18,22 +19,11 @@ from gateway.http.app import build_app
 from toolsets import CallContext, Principal
 
 TOKEN = "rule-location-alice-token"
-POLICY = """\
-version: 1
-defaults: {effect: allow}
-rules:
-  - id: secrets-need-a-look
-    tools: [echo__echo]
-    when: 'args.text.startsWith("secret")'
-    effect: ask
-    reason: echoing a secret
-    approval: {hold: 0s, expires: 5m}
-"""
 
 
 def _config(directory: Path, policy: Path, given: str) -> Path:
     policy.parent.mkdir(parents=True, exist_ok=True)
-    policy.write_text(POLICY, encoding="utf-8")
+    policy.write_text(SECRET_ECHO_POLICY, encoding="utf-8")
     return write_config(
         directory,
         [echo_upstream()],
