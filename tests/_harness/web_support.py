@@ -20,9 +20,10 @@ import anyio
 import httpx2
 from paths import REPO, TESTS
 from playwright.async_api import Browser, Locator, Page, expect
-from support import echo_upstream, write_config
+from support import echo_upstream, serve_asgi, write_config
 
 from gateway import Gateway
+from gateway.http.app import build_app
 from toolsets import CallContext, Principal, ToolResult
 
 HERE = TESTS / "e2e" / "web"
@@ -118,6 +119,16 @@ class Calls:
         context = CallContext(principal=Principal(id=caller, roles=roles), **ctx)
         args = {"text": text} if tool == "e__echo" else ctx.pop("args", {})
         self.results[text] = await self.gateway.call_tool(tool, args, context)
+
+
+@contextlib.asynccontextmanager
+async def console_site(directory: Path, auth: dict[str, Any]) -> AsyncIterator[Site]:
+    """A console suite's gateway (`console_config` in ``directory``) served under uvicorn, once
+    ready."""
+    gateway = Gateway.from_config(console_config(directory, auth))
+    async with serve_asgi(build_app(gateway)) as url:
+        assert await gateway.wait_ready(30)
+        yield Site(url, gateway)
 
 
 @contextlib.asynccontextmanager

@@ -23,7 +23,7 @@ from web_support import (
     Site,
     approver_api,
     calls,
-    console_config,
+    console_site,
     held,
     marker,
     new_page,
@@ -66,11 +66,8 @@ async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
         ],
         "agents": [{"id": "agent:bot", "token": AGENT_TOKEN}],
     }
-    config = console_config(tmp_path_factory.mktemp("console"), auth)
-    gateway = Gateway.from_config(config)
-    async with serve_asgi(build_app(gateway)) as url:
-        assert await gateway.wait_ready(30)
-        yield Site(url, gateway)
+    async with console_site(tmp_path_factory.mktemp("console"), auth) as site:
+        yield site
 
 
 def _as(caller: str, session: str = "s-console", roles: tuple[str, ...] = ()) -> CallContext:

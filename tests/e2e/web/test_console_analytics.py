@@ -11,21 +11,17 @@ from typing import Any
 import httpx2
 import pytest
 from playwright.async_api import Browser, Locator, Page, expect
-from support import serve_asgi
 from web_support import (
     Site,
     approver_api,
     calls,
-    console_config,
+    console_site,
     held,
     marker,
     new_page,
     open_console,
     screenshot,
 )
-
-from gateway import Gateway
-from gateway.http.app import build_app
 
 OPERATOR = "user:olga"
 OPERATOR_TOKEN = "analytics-operator-token"
@@ -36,11 +32,10 @@ PHONE = 390
 @pytest.fixture(scope="module")
 async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
     operator = {"id": OPERATOR, "token": OPERATOR_TOKEN, "roles": ["operator", "security"]}
-    config = console_config(tmp_path_factory.mktemp("analytics"), {"approvers": [operator]})
-    gateway = Gateway.from_config(config)
-    async with serve_asgi(build_app(gateway)) as url:
-        assert await gateway.wait_ready(30)
-        yield Site(url, gateway)
+    async with console_site(
+        tmp_path_factory.mktemp("analytics"), {"approvers": [operator]}
+    ) as site:
+        yield site
 
 
 @pytest.fixture
