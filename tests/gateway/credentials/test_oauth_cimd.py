@@ -11,8 +11,6 @@ upstream accepts was issued to that client."""
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +20,6 @@ from urllib.parse import parse_qs, urlparse
 import anyio
 import pytest
 from credentials_support import AGENTS, every_log_line, vault_keys
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from oauth import USERS, Provider, Upstream, browser_login, oidc_provider
 from oauth_gateway import (
     ALICE,
@@ -43,6 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from support import MODES, free_port, mcp_http_client, serve_asgi
+from tls_support import self_signed
 
 PORT, DOCUMENT_PORT = free_port(), free_port()
 CALLBACK = f"http://127.0.0.1:{PORT}/oauth/callback"
@@ -57,38 +52,6 @@ class Document:
 
     body: dict[str, Any]
     fetched: list[str] = field(default_factory=list)
-
-
-def _tls(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (the CA the provider trusts) and its key."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lockgate test documents")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "documents.pem", directory / "documents.key"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
 
 
 @contextlib.asynccontextmanager
@@ -108,7 +71,7 @@ async def document_server(
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return _tls(tmp_path_factory.mktemp("cimd-tls"))
+    return self_signed(tmp_path_factory.mktemp("cimd-tls"))
 
 
 @pytest.fixture(scope="module")
