@@ -15,6 +15,9 @@ from typing import Any
 import httpx2
 from support import write_config
 
+from gateway.gateway import Gateway
+from toolsets.upstream.per_principal import PerPrincipalToolset
+
 HARNESS = Path(__file__).resolve().parent
 ENV_SERVER = str(HARNESS / "upstreams" / "env_server.py")
 AGENTS = {"agent:alice": "alice-agent-token", "agent:bob": "bob-agent-token"}
@@ -89,6 +92,26 @@ async def rest(base: str, principal: str) -> AsyncIterator[httpx2.AsyncClient]:
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(base_url=base, headers=headers, timeout=60) as client:
         yield client
+
+
+async def approve(base: str, approval: str) -> str:
+    """The approver approves ``approval`` over the REST API; its call id."""
+    async with rest(base, APPROVER) as api:
+        answer = await api.post(f"/api/approvals/{approval}/decision", json={"decision": "approve"})
+    assert answer.status_code == 200, answer.text
+    call_id: str = answer.json()["call_id"]
+    return call_id
+
+
+def per_principal_pool(gateway: Gateway) -> PerPrincipalToolset:
+    """The gateway's (first) per-principal pool, found in its toolset tree."""
+
+    def walk(toolset: Any) -> list[Any]:
+        inner = [*getattr(toolset, "toolsets", ())]
+        inner += filter(None, [getattr(toolset, "wrapped", None)])
+        return [toolset, *(t for child in inner for t in walk(child))]
+
+    return next(t for t in walk(gateway.parts.combined) if isinstance(t, PerPrincipalToolset))
 
 
 class Captured(logging.Handler):

@@ -10,30 +10,28 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from credentials_support import AGENTS, SECRETS, credentials_config, rest, secret_stdio, vault_keys
+from credentials_support import (
+    AGENTS,
+    SECRETS,
+    credentials_config,
+    per_principal_pool,
+    rest,
+    secret_stdio,
+    vault_keys,
+)
 from support import MODES, mcp_http_client, serve_asgi
 
 from gateway.gateway import Gateway
 from gateway.http.app import build_app
 from toolsets.context import Principal
-from toolsets.upstream.per_principal import PerPrincipalToolset, principal_key
+from toolsets.upstream.per_principal import principal_key
 
 ALICE, BOB = "agent:alice", "agent:bob"
 OPERATOR, OPERATOR_TOKEN = "user:ops", "ops-operator-token"
-
-
-def _pool(gateway: Gateway) -> PerPrincipalToolset:
-    def walk(toolset: Any) -> list[Any]:
-        inner = [*getattr(toolset, "toolsets", ())]
-        inner += filter(None, [getattr(toolset, "wrapped", None)])
-        return [toolset, *(t for child in inner for t in walk(child))]
-
-    return next(t for t in walk(gateway.parts.combined) if isinstance(t, PerPrincipalToolset))
 
 
 def _processes_with(variable: str, secret: str) -> set[int]:
@@ -71,7 +69,7 @@ async def test_the_console_lists_a_closed_connection_as_last_known_without_openi
                 async with mcp_http_client(f"{base}/mcp", mode, AGENTS[who]) as client:
                     seen = await client.call_tool("local__whoami", {})
                     assert (seen.structured_content or {})["value"] == SECRETS[who]
-            pool, bob = _pool(gateway), principal_key(Principal(id=BOB))
+            pool, bob = per_principal_pool(gateway), principal_key(Principal(id=BOB))
             pool.drop(bob)  # bob's connection closes (as when idle)
             with anyio.fail_after(30):
                 await pool.wait_closed(bob)

@@ -16,14 +16,20 @@ from typing import Any
 
 import anyio
 import pytest
-from credentials_support import AGENTS, APPROVER, APPROVER_TOKEN, rest, vault_keys
+from credentials_support import (
+    AGENTS,
+    APPROVER,
+    APPROVER_TOKEN,
+    per_principal_pool,
+    rest,
+    vault_keys,
+)
 from oauth import Provider, Upstream, oidc_provider
 from oauth_gateway import ALICE, SERVER, connect, oauth_config, oauth_server, served
 from support import MODES, free_port, mcp_http_client
 
-from gateway.gateway import Gateway
 from toolsets.context import Principal
-from toolsets.upstream.per_principal import PerPrincipalToolset, principal_key
+from toolsets.upstream.per_principal import principal_key
 
 FIRST_LISTING = f"upstream {SERVER} first listing"
 """The task a pool learns its catalogue in at start (through the first principal connected)."""
@@ -44,15 +50,6 @@ def _config(directory: Path, upstream: Upstream, port: int, store: Path) -> Path
     approvals = {"store": "sqlite", "path": str(store)}
     servers = [oauth_server(upstream.url)]
     return oauth_config(directory, servers, port=port, auth=auth, approvals=approvals)
-
-
-def _pool(gateway: Gateway) -> PerPrincipalToolset:
-    def walk(toolset: Any) -> list[Any]:
-        inner = [*getattr(toolset, "toolsets", ())]
-        inner += filter(None, [getattr(toolset, "wrapped", None)])
-        return [toolset, *(t for child in inner for t in walk(child))]
-
-    return next(t for t in walk(gateway.parts.combined) if isinstance(t, PerPrincipalToolset))
 
 
 async def _first_listings_ended() -> None:
@@ -88,7 +85,7 @@ async def test_the_console_lists_an_oauth_server_as_a_principal_without_connecti
             await _first_listings_ended()  # two learnt nothing at start: nobody had connected
             async with served(config_one, port_one) as (_one, base_one):
                 await connect(base_one, ALICE)  # her grant in the vault the two share
-            pool = _pool(two)
+            pool = per_principal_pool(two)
             unknown = (dict(pool.catalogues.common), alice in pool.entries)
             before = _requests_of(upstream, "alice")
 

@@ -16,17 +16,28 @@ from typing import Any
 
 import anyio
 import pytest
-from credentials_support import APPROVER, APPROVER_TOKEN, credentials_config, rest, vault_keys
+from credentials_support import (
+    APPROVER,
+    APPROVER_TOKEN,
+    approve,
+    credentials_config,
+    rest,
+    vault_keys,
+)
 from gateway_faces import Face
 from mcp import Client
 from oauth import Provider, Upstream, oidc_provider
-from support import MODES, echo_upstream, mcp_http_client, serve_asgi
+from support import MODES, echo_upstream, mcp_http_client
 from tasks_client import call_as_task, open_tasks_client, request, until_ended
 
 from gateway.events.model import Event
-from gateway.gateway import Gateway
-from gateway.http.app import build_app
-from tests.gateway.credentials.test_token_exchange import GATEWAY, exchange_secret, exchanging
+from tests.gateway.credentials.test_token_exchange import (
+    GATEWAY,
+    exchange_secret,
+    exchanging,
+    gateway_on,
+    jwt_issuer,
+)
 
 POLICY = f"""\
 version: 1
@@ -50,29 +61,21 @@ def _config(directory: Path, provider: Provider, upstream: Upstream) -> Path:
     tasks in SQLite; an echo server beside it (a shared upstream: the gateway offers tasks)."""
     policy = directory / "policy.yaml"
     policy.write_text(POLICY, encoding="utf-8")
-    issuer = {
-        "issuer": provider.issuer,
-        "audience": GATEWAY,
-        "jwks_url": provider.jwks_url,
-        "as": ["agent"],
-        "id_prefix": "idp:",
-    }
-    auth = {"approvers": [{"id": APPROVER, "token": APPROVER_TOKEN}], "jwt": [issuer]}
+    auth = {"approvers": [{"id": APPROVER, "token": APPROVER_TOKEN}], "jwt": [jwt_issuer(provider)]}
     servers = [exchanging(provider, upstream.url), echo_upstream()]
     return credentials_config(directory, servers, auth=auth, policies={"files": [str(policy)]})
 
 
 @contextlib.asynccontextmanager
-async def _gateway(config: Path) -> AsyncIterator[tuple[str, list[Event]]]:
-    """The gateway served over HTTP; its base URL and (after the block) every event."""
-    gateway = Gateway.from_config(config)
-    published: list[Event] = []
-    async with (
-        gateway.parts.events.bus.subscribe(["*"], buffer=10_000) as events,
-        serve_asgi(build_app(gateway)) as base,
-    ):
-        yield base, published
-        published.extend(events.ready(10_000))
+async def _as_alice(
+    directory: Path, provider: Provider, upstream: Upstream
+) -> AsyncIterator[tuple[Path, str]]:
+    """The suite's config and Alice's JWT, with the vault key and the exchange secret set, under
+    the suite's time bound."""
+    config = _config(directory, provider, upstream)
+    token = await provider.user_token("alice", GATEWAY)
+    with vault_keys(), exchange_secret(provider.client_secret), anyio.fail_after(180):
+        yield config, token
 
 
 @contextlib.asynccontextmanager
@@ -86,19 +89,10 @@ async def _caller(base: str, config: Path, mode: str, token: str) -> AsyncIterat
 async def _held_as_task(config: Path, mode: str, token: str) -> tuple[str, str]:
     """Alice's ``notes__whoami`` answered as a task on a gateway that then stops; (the task
     id, the approval id)."""
-    async with _gateway(config) as (base, _events), _caller(base, config, mode, token) as alice:
+    async with gateway_on(config) as (base, _events), _caller(base, config, mode, token) as alice:
         created = await call_as_task(alice, "notes__whoami", {})
     assert created["status"] == "input_required", created
     return created["taskId"], created["_meta"]["lockgate/pending"]["id"]
-
-
-async def _approve(base: str, approval: str) -> str:
-    """The approver approves ``approval``; its call id."""
-    async with rest(base, APPROVER) as api:
-        answer = await api.post(f"/api/approvals/{approval}/decision", json={"decision": "approve"})
-    assert answer.status_code == 200, answer.text
-    call_id: str = answer.json()["call_id"]
-    return call_id
 
 
 async def _someone_else_lists(base: str, provider: Provider) -> None:
@@ -123,18 +117,16 @@ def _results(events: list[Event], call_id: str) -> list[dict[str, Any]]:
 async def test_a_task_approved_after_a_restart_whose_caller_is_gone_fails_once_naming_the_fix(
     tmp_path: Path, provider: Provider, upstream: Upstream, mode: str
 ) -> None:
-    config = _config(tmp_path, provider, upstream)
-    token = await provider.user_token("alice", GATEWAY)
-    with vault_keys(), exchange_secret(provider.client_secret), anyio.fail_after(180):
+    async with _as_alice(tmp_path, provider, upstream) as (config, token):
         task_id, approval = await _held_as_task(config, mode, token)
         seen = len(upstream.seen.claims)
-        async with _gateway(config) as (base, events):  # the restarted gateway
+        async with gateway_on(config) as (base, events):  # the restarted gateway
             async with rest(base, APPROVER) as api:
                 early = await api.post(
                     f"/api/approvals/{approval}/decision", json={"decision": "approve"}
                 )
             await _someone_else_lists(base, provider)
-            call_id = await _approve(base, approval)
+            call_id = await approve(base, approval)
             async with _caller(base, config, mode, token) as alice:  # polls, never re-issues
                 ended = await until_ended(alice, task_id)
             record = await _record(base, approval)
@@ -157,16 +149,14 @@ async def test_a_task_approved_after_a_restart_whose_caller_is_gone_fails_once_n
 async def test_a_task_approved_after_a_restart_runs_as_its_caller_once_it_reissues_the_call(
     tmp_path: Path, provider: Provider, upstream: Upstream, mode: str
 ) -> None:
-    config = _config(tmp_path, provider, upstream)
-    token = await provider.user_token("alice", GATEWAY)
-    with vault_keys(), exchange_secret(provider.client_secret), anyio.fail_after(180):
+    async with _as_alice(tmp_path, provider, upstream) as (config, token):
         task_id, approval = await _held_as_task(config, mode, token)
-        async with _gateway(config) as (base, events):
+        async with gateway_on(config) as (base, events):
             async with mcp_http_client(f"{base}/mcp", mode, token) as back:
                 again = await back.call_tool("notes__whoami", {})  # held again, then pending
             assert again.meta is not None
             assert again.meta["lockgate/pending"]["id"] == approval
-            call_id = await _approve(base, approval)
+            call_id = await approve(base, approval)
             async with _caller(base, config, mode, token) as alice:
                 ended = await until_ended(alice, task_id)
                 outcome = ended.get("result") or await request(alice, "tasks/result", task_id)
@@ -183,20 +173,18 @@ async def test_a_task_approved_after_a_restart_runs_as_its_caller_once_it_reissu
 async def test_a_call_approved_after_a_restart_runs_as_its_caller_when_reissued(
     tmp_path: Path, provider: Provider, upstream: Upstream, mode: str
 ) -> None:
-    config = _config(tmp_path, provider, upstream)
-    token = await provider.user_token("alice", GATEWAY)
-    with vault_keys(), exchange_secret(provider.client_secret), anyio.fail_after(180):
+    async with _as_alice(tmp_path, provider, upstream) as (config, token):
         async with (
-            _gateway(config) as (base, _events),
+            gateway_on(config) as (base, _events),
             mcp_http_client(f"{base}/mcp", mode, token) as alice,
         ):
             pending = await alice.call_tool("notes__whoami", {})  # held 1 s, then "pending"
         assert pending.is_error
         assert pending.meta is not None
         approval = pending.meta["lockgate/pending"]["id"]
-        async with _gateway(config) as (base, events):
+        async with gateway_on(config) as (base, events):
             await _someone_else_lists(base, provider)
-            call_id = await _approve(base, approval)
+            call_id = await approve(base, approval)
             async with mcp_http_client(f"{base}/mcp", mode, token) as alice:
                 ran = await alice.call_tool("notes__whoami", {})
             record = await _record(base, approval)

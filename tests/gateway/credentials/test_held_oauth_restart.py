@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from credentials_support import AGENTS, APPROVER, rest, vault_keys
+from credentials_support import AGENTS, APPROVER, approve, vault_keys
 from gateway_faces import Face
 from oauth import NOTES, Provider, Upstream, oidc_provider
 from oauth_gateway import ALICE, connect, oauth_config, oauth_server, served
@@ -36,15 +36,6 @@ rules:
 async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
     async with oidc_provider(tmp_path_factory, redirect_uris=[CALLBACK]) as running:
         yield running
-
-
-async def _approve(base: str, approval: str) -> str:
-    """The approver approves ``approval``; its call id."""
-    async with rest(base, APPROVER) as api:
-        answer = await api.post(f"/api/approvals/{approval}/decision", json={"decision": "approve"})
-    assert answer.status_code == 200, answer.text
-    call_id: str = answer.json()["call_id"]
-    return call_id
 
 
 async def _held_before_restart(config: Path, face: Face) -> tuple[str, list[str]]:
@@ -81,7 +72,7 @@ async def test_calls_approved_after_a_restart_run_as_their_caller_from_the_vault
             served(config, PORT) as (gateway, base),  # the restarted gateway
             gateway.parts.events.bus.subscribe(["tool.result"], buffer=100) as events,
         ):
-            call_ids = [await _approve(base, approval) for approval in held]
+            call_ids = [await approve(base, approval) for approval in held]
             async with open_tasks_client(face, config=config, url=f"{base}/mcp", token=token) as c:
                 ended = await until_ended(c, task_id)
                 outcome = ended.get("result") or await request(c, "tasks/result", task_id)

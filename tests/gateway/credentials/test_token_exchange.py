@@ -74,20 +74,25 @@ def exchanging(provider: Provider, url: str, **exchange: Any) -> dict[str, Any]:
     return {"name": "notes", "transport": "http", "url": url, "credentials": credentials}
 
 
-def exchange_config(directory: Path, provider: Provider, server: dict[str, Any]) -> Path:
-    """The credentials suite's gateway (static agents, audit, vault) trusting ``provider``'s
-    JWTs for agents (principal ``idp:<user>``)."""
-    issuer = {
+def jwt_issuer(provider: Provider) -> dict[str, Any]:
+    """``auth.jwt``'s entry trusting ``provider``'s JWTs for the gateway as agents (principal
+    ``idp:<user>``)."""
+    return {
         "issuer": provider.issuer,
         "audience": GATEWAY,
         "jwks_url": provider.jwks_url,
         "as": ["agent"],
         "id_prefix": "idp:",
     }
+
+
+def exchange_config(directory: Path, provider: Provider, server: dict[str, Any]) -> Path:
+    """The credentials suite's gateway (static agents, audit, vault) trusting ``provider``'s
+    JWTs for agents (principal ``idp:<user>``)."""
     auth = {
         "agents": [{"id": id, "token": token} for id, token in AGENTS.items()],
         "approvers": [{"id": APPROVER, "token": APPROVER_TOKEN}],
-        "jwt": [issuer],
+        "jwt": [jwt_issuer(provider)],
     }
     return credentials_config(directory, [server], auth=auth)
 
