@@ -167,6 +167,17 @@ async def new_page(browser: Browser, width: int = 1000) -> AsyncIterator[Page]:
         await context.close()
 
 
+@contextlib.asynccontextmanager
+async def console_page(
+    browser: Browser, url: str, token: str, width: int = 390
+) -> AsyncIterator[Page]:
+    """A `new_page` ``width`` wide (a phone's by default) signed in to the console at ``url``
+    with ``token``."""
+    async with new_page(browser, width=width) as page:
+        await open_console(page, url, token)
+        yield page
+
+
 async def sign_in(page: Page, url: str, token: str = ALICE_TOKEN) -> None:
     await page.goto(f"{url}/approvals")
     await page.fill("#token", token)

@@ -23,11 +23,10 @@ from web_support import (
     Site,
     approver_api,
     calls,
+    console_page,
     console_site,
     held,
     marker,
-    new_page,
-    open_console,
     screenshot,
 )
 
@@ -75,8 +74,7 @@ def _as(caller: str, session: str = "s-console", roles: tuple[str, ...] = ()) ->
 
 
 async def _open(browser: Browser, site: Site, token: str = OPERATOR_TOKEN) -> AsyncIterator[Page]:
-    async with new_page(browser, width=PHONE) as page:
-        await open_console(page, site.url, token)
+    async with console_page(browser, site.url, token, width=PHONE) as page:
         yield page
 
 

@@ -15,11 +15,10 @@ from web_support import (
     Site,
     approver_api,
     calls,
+    console_page,
     console_site,
     held,
     marker,
-    new_page,
-    open_console,
     screenshot,
 )
 
@@ -41,8 +40,7 @@ async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
 @pytest.fixture
 async def console(browser: Browser, site: Site) -> AsyncIterator[Page]:
     """The console's Approvals section at phone width, signed in as the operator."""
-    async with new_page(browser, width=PHONE) as page:
-        await open_console(page, site.url, OPERATOR_TOKEN)
+    async with console_page(browser, site.url, OPERATOR_TOKEN, width=PHONE) as page:
         await expect(page.locator("#status")).to_have_text(f"Signed in as {OPERATOR} (operator)")
         await page.locator('#sections a[href="#analytics"]').click()
         await expect(page.locator("#analytics")).to_be_visible()
