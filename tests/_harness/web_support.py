@@ -149,6 +149,20 @@ async def held(gateway: Gateway, text: str) -> str:
                 await anext(requested)
 
 
+async def decided_call(
+    site: Site, api: httpx2.AsyncClient, caller: str, label: str, **body: Any
+) -> None:
+    """One asking echo call of ``caller`` (a new `marker` of ``label`` as its text: the same
+    call again would re-issue a decided one), held and decided over ``api`` with ``body``; the
+    block ends once the call was answered."""
+    text = marker(label)
+    async with calls(site.gateway) as held_calls:
+        held_calls.start(text, caller)
+        id = await held(site.gateway, text)
+        response = await api.post(f"/api/approvals/{id}/decision", json=body)
+        assert response.status_code == 200, response.text
+
+
 @contextlib.asynccontextmanager
 async def approver_api(site: Site, token: str = ALICE_TOKEN) -> AsyncIterator[httpx2.AsyncClient]:
     """A REST client of ``site`` as the approver holding ``token``."""

@@ -22,10 +22,9 @@ from web_support import (
     HERE,
     Site,
     approver_api,
-    calls,
     console_page,
     console_site,
-    held,
+    decided_call,
     marker,
     screenshot,
 )
@@ -259,15 +258,9 @@ async def test_sessions_show_their_calls_labels_and_gates(site: Site, console: P
 
 
 async def test_grants_show_a_grant_made_on_an_approval(site: Site, console: Page) -> None:
-    text = marker("ASK grant")
-    async with calls(site.gateway) as held_calls:
-        held_calls.start(text, "agent:granted")
-        id = await held(site.gateway, text)
-        async with approver_api(site, OPERATOR_TOKEN) as api:
-            grant = {"scope": "tool", "duration": "30m", "principal": True}  # its caller only
-            body = {"decision": "approve", "grant": grant}
-            response = await api.post(f"/api/approvals/{id}/decision", json=body)
-            assert response.status_code == 200
+    grant = {"scope": "tool", "duration": "30m", "principal": True}  # its caller only
+    async with approver_api(site, OPERATOR_TOKEN) as api:
+        await decided_call(site, api, "agent:granted", "ASK grant", decision="approve", grant=grant)
     await _show(console, "grants")
     await console.click("#grants-refresh")
     item = console.locator("#grant-list li", has_text="e__echo (tool)")
@@ -279,15 +272,8 @@ async def test_grants_show_a_grant_made_on_an_approval(site: Site, console: Page
 async def test_approvals_show_each_rules_outcomes_and_the_calls_waiting(
     site: Site, console: Page
 ) -> None:
-    text = marker("ASK analytics")
-    async with (
-        calls(site.gateway) as held_calls,
-        approver_api(site, OPERATOR_TOKEN) as api,
-    ):
-        held_calls.start(text, "agent:counted")
-        id = await held(site.gateway, text)
-        response = await api.post(f"/api/approvals/{id}/decision", json={"decision": "approve"})
-        assert response.status_code == 200
+    async with approver_api(site, OPERATOR_TOKEN) as api:
+        await decided_call(site, api, "agent:counted", "ASK analytics", decision="approve")
     async with approver_api(site, OPERATOR_TOKEN) as api:
         stats = (await api.get("/api/analytics/approvals?since=7d")).json()
     group = stats["by_rule"]["ask-echo"]

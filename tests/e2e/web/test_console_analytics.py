@@ -14,11 +14,9 @@ from playwright.async_api import Browser, Locator, Page, expect
 from web_support import (
     Site,
     approver_api,
-    calls,
     console_page,
     console_site,
-    held,
-    marker,
+    decided_call,
     screenshot,
 )
 
@@ -48,17 +46,6 @@ async def console(browser: Browser, site: Site) -> AsyncIterator[Page]:
         assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE
 
 
-async def _decided(site: Site, api: httpx2.AsyncClient, decision: str) -> None:
-    """One asking echo call of ``CALLER`` (a new text each: the same call again would re-issue
-    an approved one), held and decided by the operator with ``decision``."""
-    text = marker("ASK steady")
-    async with calls(site.gateway) as held_calls:
-        held_calls.start(text, CALLER)
-        id = await held(site.gateway, text)
-        response = await api.post(f"/api/approvals/{id}/decision", json={"decision": decision})
-        assert response.status_code == 200, response.text
-
-
 async def _stats(api: httpx2.AsyncClient) -> dict[str, Any]:
     response = await api.get("/api/analytics/approvals?since=7d")
     assert response.status_code == 200, response.text
@@ -74,7 +61,7 @@ async def test_five_approvals_of_one_pattern_show_its_snippet_and_one_denial_tak
 ) -> None:
     async with approver_api(site, OPERATOR_TOKEN) as api:
         for _ in range(5):
-            await _decided(site, api, "approve")
+            await decided_call(site, api, CALLER, "ASK steady", decision="approve")
         stats = await _stats(api)
     [found] = stats["suggestions"]
     assert (found["tool"], found["principal"], found["approvals"]) == ("e__echo", CALLER, 5)
@@ -98,7 +85,7 @@ async def test_five_approvals_of_one_pattern_show_its_snippet_and_one_denial_tak
     await screenshot(console, "console-approvals-suggestion.png")
 
     async with approver_api(site, OPERATOR_TOKEN) as api:
-        await _decided(site, api, "deny")
+        await decided_call(site, api, CALLER, "ASK steady", decision="deny")
         assert (await _stats(api))["suggestions"] == []
     await console.click("#analytics-refresh")
     await expect(console.locator("#analytics-none")).to_be_visible()
