@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import inspect
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import zygote
 from support import mounted_tmpfs
+
+ZYGOTE = pytest.StashKey[subprocess.Popen[bytes] | None]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start the zygote the test upstreams fork from (tests/_harness/zygote.py) in a process
+    that runs tests: an xdist worker, or a run without workers."""
+    runs_tests = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", 0)
+    if runs_tests and not config.option.collectonly and not config.option.help:
+        config.stash[ZYGOTE] = zygote.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if (process := config.stash.get(ZYGOTE, None)) is not None:
+        zygote.stop(process)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,15 @@ arguments byte for byte. A low-level `Server` is used so nothing parses or fills
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "upstreams"))
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import json
 from pathlib import Path

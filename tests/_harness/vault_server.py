@@ -10,10 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import anyio
-
 sys.path.insert(0, str(Path(__file__).resolve().parent / "upstreams"))
+# ruff: noqa: E402
+from handoff import hand_off
 
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
+import anyio
 from echo_server import _serve_stdio, build
 
 

@@ -7,6 +7,11 @@ Run as ``python tests/_harness/upstreams/apps_server.py``; stdio, both protocol 
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer

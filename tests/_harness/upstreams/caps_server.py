@@ -8,6 +8,11 @@ Run as ``python tests/upstreams/caps_server.py [--era legacy|modern|dual] [--nam
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import json
 import warnings

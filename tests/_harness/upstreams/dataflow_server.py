@@ -9,6 +9,11 @@ A resource ``notes://private/plan`` and a prompt ``triage`` are there for label 
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import warnings
 from pathlib import Path

@@ -7,6 +7,11 @@ Run as ``python tests/upstreams/echo_server.py [--era dual|legacy|modern] [--htt
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import sys
 from typing import Any

@@ -6,6 +6,11 @@ Run as ``python env_server.py NAME``: the tool ``whoami`` answers ``{"value": $N
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import os
 import sys
 from pathlib import Path

@@ -3,6 +3,11 @@ error, ``crash`` kills the server mid-call, ``echo`` works. Both MCP eras (low-l
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import os
 from typing import Any
 

@@ -9,6 +9,11 @@ give no hints.
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import sys
 from pathlib import Path
 

@@ -11,6 +11,11 @@ else ``completed`` with ``not deployed REF``.
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import uuid
 from datetime import UTC, datetime
 from typing import Any

@@ -8,6 +8,11 @@ The tools use the SDK's resolvers, so a 2025-11-25 connection gets requests sent
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import socket
 import warnings

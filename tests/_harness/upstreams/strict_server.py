@@ -8,6 +8,11 @@ the prompt ``known`` (argument ``topic``, completing to `TOPICS`).
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 from typing import Any
 
 import anyio

@@ -16,6 +16,11 @@ tool's description and announces tools/list_changed (2025-11-25). ``tasks/get``,
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import functools
 import uuid

@@ -15,6 +15,11 @@ defaults to ``$OTEL_EXPORTER_OTLP_ENDPOINT``; spans go to ``ENDPOINT/v1/traces``
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import os
 import socket

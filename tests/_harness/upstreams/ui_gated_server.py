@@ -10,6 +10,11 @@ client of the request (2026-07-28) or of the session (2025-11-25) declared the e
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
 import argparse
 import functools
 from typing import Any

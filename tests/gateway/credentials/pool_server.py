@@ -9,15 +9,19 @@ the prompt ``greet`` greets them.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_harness" / "upstreams"))
+# ruff: noqa: E402
+from handoff import hand_off
+
+hand_off()  # under pytest, a fork of its zygote runs this: the imports below are done there
+
+import os
 from typing import Any
 
 import anyio
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_harness" / "upstreams"))
-
 from echo_server import _serve_stdio
 from mcp.server.mcpserver import MCPServer
 
