@@ -52,6 +52,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("lockgate.upstream")
+
+FIRST_LISTING_WAIT = 10.0
+"""Seconds a listing made just after start waits for the first listing (through the first
+principal with a secret) to end, so a decision or a listing right after a restart finds the
+server's tools instead of none."""
 TENANT_SEPARATOR = "\x1f"
 """Between a tenant and an id in a `principal_key` (ids and tenants are printable: no clash)."""
 
@@ -128,6 +133,8 @@ class PerPrincipalToolset(Toolset):
         self._tg: TaskGroup | None = None
         self._on_log: PrincipalLogHandler | None = None
         self._log_level: LoggingLevel | None = None
+        self._first_listing: anyio.Event | None = None
+        """Set once the listing at start ended (None: none was started)."""
 
     def follow_logs(self, handler: PrincipalLogHandler) -> None:
         """Send every connection's log messages to ``handler``, naming its principal (those
@@ -165,6 +172,10 @@ class PerPrincipalToolset(Toolset):
         return self._catalogues().variant(principal_key(ctx.principal))
 
     async def get_tools(self, ctx: CallContext) -> dict[str, ToolDef]:
+        first = self._first_listing
+        if first is not None and not first.is_set():  # just started: the first listing is on
+            with anyio.move_on_after(FIRST_LISTING_WAIT):
+                await first.wait()
         return self._catalogues().tools(principal_key(ctx.principal))
 
     def not_connected(self) -> Refusal:
@@ -363,6 +374,9 @@ class PerPrincipalToolset(Toolset):
                 await self.warm(known[0])
         except Exception as exc:  # the vault unreadable: calls will say so, one by one
             log.warning("%s: no catalogue at start (%s)", self.name, exc)
+        finally:
+            if self._first_listing is not None:
+                self._first_listing.set()
 
     async def __aenter__(self) -> Self:
         if self.shared is not None:
@@ -370,6 +384,7 @@ class PerPrincipalToolset(Toolset):
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         if self.shared is None:
+            self._first_listing = anyio.Event()
             self._tg.start_soon(self._first, name=f"upstream {self.name} first listing")
         return self
 
