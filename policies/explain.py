@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from policies.cases import CallSpec, session_state, tool_for
+from policies.condition_trace import ConditionPart, condition_words, trace_when
 from policies.durations import format_duration
 from policies.engine import PolicyEngine
 from policies.explain_gates import GateStatus, gate_json, gate_lines
 from policies.rules import CompiledRule
+from toolsets.context import Principal
 from toolsets.decision import ApprovalOptions, Decision
 
-__all__ = ["decision_json", "decision_text"]
+__all__ = ["call_trace", "decision_json", "decision_text"]
 
 
 def _where(rule: CompiledRule) -> str:
@@ -50,6 +53,32 @@ def _approval_json(approval: ApprovalOptions) -> dict[str, Any]:
 
 def _accepting(engine: PolicyEngine, decision: Decision, flag: str) -> list[CompiledRule]:
     return [r for r in map(engine.rule, decision.matched) if flag in r.accept_flags]
+
+
+def call_trace(
+    engine: PolicyEngine, call: CallSpec, decision: Decision
+) -> tuple[ConditionPart, ...]:
+    """Which top-level ``||`` part of the deciding rule's ``when`` held ``call``, each part
+    checked against it as `evaluate` decided it (see `trace_when`); empty when there is no
+    such ``||``, no deciding rule, or ``call`` is a listing, a resource read or a prompt get."""
+    if call.tool is None or call.stage != "call" or decision.rule_id is None:
+        return ()
+    rule = engine.rule(decision.rule_id)
+    if rule.when is None:
+        return ()
+    tool = tool_for(call.tool, call.server, call.annotations, call.flags)
+    who = Principal(id=call.principal, roles=frozenset(call.roles), claims=call.claims)
+    session = session_state(call.session, engine)
+    parts = trace_when(rule, tool, call.args, who, session, labels=engine.tool_labels(tool))
+    return parts if len(parts) > 1 else ()
+
+
+def _condition(engine: PolicyEngine, decision: Decision, trace: Sequence[ConditionPart]) -> str:
+    """The deciding rule's condition in plain words, as the approval context pack says it
+    (empty without a ``trace``)."""
+    if not trace or decision.rule_id is None:
+        return ""
+    return condition_words(engine.rule(decision.rule_id), tuple(trace))
 
 
 def _flag_lines(engine: PolicyEngine, decision: Decision, flags: Sequence[str]) -> list[str]:
@@ -109,16 +138,20 @@ def decision_text(
     flags: Sequence[str] = (),
     *,
     gates: Sequence[GateStatus] = (),
+    trace: Sequence[ConditionPart] = (),
 ) -> str:
-    """A readable explanation: the decision, the winning rule, the rate limits of the matching
+    """A readable explanation: the decision, the winning rule (under it, with a ``trace`` of
+    its ``when`` from `call_trace`, the part that held), the rate limits of the matching
     rules, the tool's ``flags`` (whether each hides it), its session ``gates`` (see
     `gate_statuses`), every matching rule and the shadow rules that matched."""
     winner = engine.rule(decision.rule_id) if decision.rule_id is not None else None
     lines = [
         f"effect:   {decision.effect}",
         f"rule:     {decision.rule_id} ({_where(winner)})" if winner else "rule:     (defaults)",
-        f"reason:   {decision.reason}",
     ]
+    if condition := _condition(engine, decision, trace):
+        lines.append(f"          {condition}")
+    lines.append(f"reason:   {decision.reason}")
     if decision.message is not None:
         lines.append(f"message:  {decision.message}")
     if decision.effect == "ask":
@@ -154,15 +187,20 @@ def decision_json(
     flags: Sequence[str] = (),
     *,
     gates: Sequence[GateStatus] = (),
+    trace: Sequence[ConditionPart] = (),
 ) -> dict[str, Any]:
-    """The decision as JSON-ready data, matched rules with their effect and location, their
-    rate limits (``limits``; ``limits_counted``: whether this call counts), shadow rules that
-    matched with what they would have decided, and per flag of the tool whether
-    ``defaults.hide_flagged`` names it and which rules accept it, and the tool's session
-    ``gates``."""
+    """The decision as JSON-ready data, with (given a ``trace`` from `call_trace`) the
+    deciding rule's condition in plain words (``condition``, else null) and each ``||`` part of
+    its ``when`` with whether it held (``condition_parts``), matched rules with their effect
+    and location, their rate limits (``limits``; ``limits_counted``: whether this call counts),
+    shadow rules that matched with what they would have decided, and per flag of the tool
+    whether ``defaults.hide_flagged`` names it and which rules accept it, and the tool's
+    session ``gates``."""
     return {
         "effect": decision.effect,
         "rule": decision.rule_id,
+        "condition": _condition(engine, decision, trace) or None,
+        "condition_parts": [{"part": part.source, "held": part.held} for part in trace],
         "reason": decision.reason,
         "message": decision.message,
         "approval": _approval_json(decision.approval),

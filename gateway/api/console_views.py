@@ -16,7 +16,7 @@ from typing import Any
 from gateway.gateway import Gateway
 from policies.cases import CallSpec, evaluate, session_state
 from policies.engine import PolicyEngine
-from policies.explain import decision_json, decision_text
+from policies.explain import call_trace, decision_json, decision_text
 from policies.explain_gates import gate_json, gate_statuses
 from policies.session import SessionState
 from toolsets.context import CallContext, Principal
@@ -85,9 +85,10 @@ def explained(engine: PolicyEngine, call: CallSpec) -> dict[str, Any]:
     given = "session" in call.model_fields_set
     session = session_state(call.session, engine) if given else None
     gates = gate_statuses(engine, call.tool, decision, session) if call.tool is not None else []
+    trace = call_trace(engine, call, decision)
     return {
-        "text": decision_text(engine, decision, call.flags, gates=gates),
-        "json": decision_json(engine, decision, call.flags, gates=gates),
+        "text": decision_text(engine, decision, call.flags, gates=gates, trace=trace),
+        "json": decision_json(engine, decision, call.flags, gates=gates, trace=trace),
     }
 
 

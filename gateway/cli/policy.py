@@ -21,7 +21,7 @@ from policies.cases import (
     tool_for,
 )
 from policies.engine import PolicyEngine
-from policies.explain import decision_json, decision_text
+from policies.explain import call_trace, decision_json, decision_text
 from policies.explain_gates import gate_statuses
 from policies.explain_labels import label_json, label_lines
 from toolsets.errors import ConfigError
@@ -145,13 +145,14 @@ def _explain(args: argparse.Namespace) -> int:
     session = session_state(call.session, engine) if args.session is not None else None
     gates = gate_statuses(engine, call.tool, decision, session) if call.tool is not None else []
     tool = tool_for(call.tool, call.server, call.annotations, call.flags) if call.tool else None
+    trace = call_trace(engine, call, decision)
     if args.json:
-        shown = decision_json(engine, decision, call.flags, gates=gates)
+        shown = decision_json(engine, decision, call.flags, gates=gates, trace=trace)
         if tool is not None:
             shown["labels"] = label_json(engine, tool, session)
         print(json.dumps(shown, indent=2))
     else:
-        print(decision_text(engine, decision, call.flags, gates=gates))
+        print(decision_text(engine, decision, call.flags, gates=gates, trace=trace))
         for line in label_lines(engine, tool, session) if tool is not None else ():
             print(line)
     return EXIT_OK
