@@ -18,6 +18,7 @@ from gateway.approvals.pending import (
     State,
     Vote,
 )
+from gateway.approvals.wire import upstream_task_of
 
 INTERRUPTED: Final = (
     "interrupted: the gateway stopped while this call was executing; it was not re-run"
@@ -165,5 +166,18 @@ def interrupt(now: float) -> Plan:
             return Step(call)
         failed = replace(call, state="failed", decision="error", error=INTERRUPTED, updated_at=now)
         return Step(failed, changed=True)
+
+    return plan
+
+
+def task_ended(to: State, changes: Mapping[str, Any], now: float) -> Plan:
+    """Plan recording the outcome of the upstream task an approved call ran as: a ``done``
+    call whose result stands in for that task (`gateway.approvals.wire.UPSTREAM_TASK`) moves
+    to ``to`` with ``changes``; anything else (recorded already) is left alone."""
+
+    def plan(call: PendingCall) -> Step:
+        if call.state != "done" or upstream_task_of(call.result) is None:
+            return Step(call)
+        return Step(replace(call, state=to, updated_at=now, **changes), changed=True)
 
     return plan

@@ -19,7 +19,7 @@ from gateway.approvals.errors import (
 )
 from gateway.approvals.pending import PendingCall
 from gateway.approvals.service import ApprovalService
-from gateway.approvals.wire import result_from_wire, result_to_wire
+from gateway.approvals.wire import UPSTREAM_TASK, result_from_wire, result_to_wire
 from toolsets.approval_required import Approved, Granted
 from toolsets.context import CallContext
 from toolsets.policy import Refuser
@@ -32,7 +32,7 @@ from toolsets.refusal import (
 )
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.upstream.tasks import HeldTask
+from toolsets.upstream.tasks import HeldTask, TaskAsk
 
 __all__ = ["HeldCalls", "HeldObserver", "Holding", "pending_result"]
 
@@ -106,6 +106,7 @@ class HeldCalls:
         self.progress_interval = progress_interval
         self.holding = Holding() if holding is None else holding
         self.observe = observe
+        self._asks: dict[str, TaskAsk] = {}  # claimed calls that asked for a task, by id
 
     async def hold(
         self, tool: ToolDef, args: Mapping[str, Any], ctx: CallContext
@@ -146,6 +147,10 @@ class HeldCalls:
         return await self._settle(call, tool, ctx, hold)
 
     async def finished(self, approved: Approved, result: ToolResult) -> None:
+        ask = self._asks.pop(approved.id, None)
+        if ask is not None and ask.created is not None:  # it runs on as the upstream's task
+            task = {"server": ask.server, "taskId": ask.created.task_id}
+            result = result.with_meta({**(result.meta or {}), UPSTREAM_TASK: task})
         await self.service.store.transition(
             approved.id,
             expect={"executing"},
@@ -155,6 +160,7 @@ class HeldCalls:
         )
 
     async def failed(self, approved: Approved, error: BaseException) -> None:
+        self._asks.pop(approved.id, None)
         await self.service.store.transition(
             approved.id, expect={"executing"}, to="failed", error=repr(error), delivered=True
         )
@@ -211,6 +217,8 @@ class HeldCalls:
             return await self._settle(await self.service.get(call.id), tool, ctx, hold)
         if self.observe is not None:
             self.observe(claimed)
+        if ctx.task is not None:  # an upstream task may run it (`finished` marks its result)
+            self._asks[claimed.id] = ctx.task
         return Approved(id=claimed.id, args=claimed.effective_args, call_id=claimed.call_id)
 
     async def _outcome(self, call: PendingCall, tool: ToolDef) -> ToolResult:

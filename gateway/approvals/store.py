@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final, Literal, Self
 
 import anyio
 
@@ -167,6 +167,25 @@ class PendingStore:
         _transitions.check_transition(expect, to, updates)
         plan = _transitions.transition(frozenset(expect), to, updates, self._clock())
         return await self._writes.apply(id, plan)
+
+    async def task_ended(
+        self,
+        id: str,
+        *,
+        to: Literal["done", "failed"],
+        result: Mapping[str, Any] | None,
+        error: str | None = None,
+    ) -> PendingCall:
+        """Record the outcome of the upstream task the approved call ``id`` ran as, in place
+        of its stand-in result (`gateway.approvals.wire.UPSTREAM_TASK`); once: a call whose
+        outcome is recorded already is returned as it is.
+
+        Raises:
+            PendingNotFound: No call has that id.
+        """
+        changes = {"result": dict(result) if result is not None else None, "error": error}
+        step = await self._writes.commit(id, _transitions.task_ended(to, changes, self._clock()))
+        return step.call
 
     async def vote(
         self,

@@ -15,8 +15,11 @@ any replica, through any channel, reaches it) and then
   tool of a 2026-07-28 server) runs as an upstream task, as a direct task-augmented call of the
   same client would (a ``required`` tool refuses any other call): the held task follows it
   from then on (`TaskService.adopt`: its status, its result through the result steps with the
-  call's one ``tool.result``, a cancel passed to the server). Any other tool answers at once:
-  its result is the task's (``completed``, or ``failed`` when the tool answered an error);
+  call's one ``tool.result``, a cancel passed to the server), and when it ends its outcome
+  replaces, once, the stand-in result the approved call left on its approval record
+  (``done`` with the task's result; ``failed`` when it failed or was cancelled). Any other tool
+  answers at once: its result is the task's (``completed``, or ``failed`` when the tool
+  answered an error);
 - denied, expired: ``failed``, the result being the refusal the caller would have read;
 - a worker's answer (``defer``): its result, as for a tool;
 - cancelled (``tasks/cancel`` withdraws the pending call, `HeldTasks.withdraw`): ``cancelled``.
@@ -25,6 +28,8 @@ The pending call is durable, so the task is too: when the replica settling it st
 decision, another replica (or the restarted gateway) claims the task's lease
 (`gateway.tasks.leases`) and settles it (`HeldTasks.resume`), re-issuing the approved call as
 its caller from the pending call's record: the store's compare-and-set still runs it once.
+A replica that stopped after the approved call made its upstream task, before following it,
+left that task named on the approval record's stand-in result: the next one follows it.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import mcp_types as types
 
@@ -43,7 +48,7 @@ from gateway.approvals.errors import PendingConflict, PendingNotFound
 from gateway.approvals.holding import approval_refusal
 from gateway.approvals.pending import PendingCall, State
 from gateway.approvals.service import ApprovalService
-from gateway.approvals.wire import result_from_wire
+from gateway.approvals.wire import result_from_wire, upstream_task_of
 from gateway.tasks.record import TaskRecord, new_task_id
 from gateway.tasks.service import TaskService
 from toolsets import trace_context
@@ -51,7 +56,7 @@ from toolsets.context import CallContext, Principal
 from toolsets.refusal import refusal_result
 from toolsets.result import ToolResult
 from toolsets.upstream.convert import tool_result_to_mcp
-from toolsets.upstream.tasks import HeldTask, Reissue, TaskAsk
+from toolsets.upstream.tasks import HeldTask, Reissue, TaskAsk, UpstreamTask
 
 __all__ = ["Calls", "HeldTasks", "held_message"]
 
@@ -101,8 +106,9 @@ class HeldTasks:
         self._approvals = approvals
         self._calls = calls
         tasks.on_withdraw(self.withdraw)
-        if calls is not None:
+        if calls is not None:  # one per service: the approval records of its tasks
             tasks.on_resume(self.resume)
+            tasks.on_status(self._recorded)
 
     async def start(
         self, ask: TaskAsk, *, tool: str, principal: Principal, session_id: str | None
@@ -182,11 +188,32 @@ class HeldTasks:
                 await self._tasks.adopt(current, ask)
             else:
                 await self._tasks.update(_ended(current, outcome))
+        elif (ran := _ran_as_task(call)) is not None:  # its replica stopped before adopting
+            await self._tasks.adopt(current, ran)
         elif call.state == "cancelled":
             message = f"Call {call.id} was cancelled; not executed."
             await self._tasks.update(current.moved("cancelled", message))
         else:
             await self._tasks.update(_ended(current, await self._outcome(call)))
+
+    async def _recorded(self, record: TaskRecord) -> None:
+        """Put the outcome of an ended held task that ran as an upstream task on its approval
+        record, in place of the stand-in result the approved call left there (once)."""
+        if not record.terminal or record.approval_id is None or record.upstream is None:
+            return
+        to: Literal["done", "failed"] = "done"
+        result, why = record.result, None
+        if record.status != "completed":
+            to, why = "failed", record.status_message or f"The upstream task {record.status}."
+            if record.status == "cancelled":
+                why = f"The upstream task was cancelled: {why}"
+            result = result if result is not None else ToolResult.error(why).wire
+        try:
+            await self._approvals.store.task_ended(
+                record.approval_id, to=to, result=result, error=why
+            )
+        except PendingNotFound:
+            log.warning("task %s: approval %s is gone", record.id[:12], record.approval_id)
 
     async def _decided(self, id: str) -> PendingCall:
         store = self._approvals.store
@@ -212,6 +239,19 @@ class HeldTasks:
         else:
             return ToolResult.error(f"Call {call.id} failed: {call.error}", meta=meta)
         return refusal_result(refusal, meta=meta)
+
+
+def _ran_as_task(call: PendingCall) -> TaskAsk | None:
+    """The upstream task the approved ``call`` ran as (its result stands in for it), as the
+    ask that made it, for a task whose replica stopped before following it."""
+    task = upstream_task_of(call.result) if call.state == "done" else None
+    if task is None:
+        return None
+    ask = TaskAsk()
+    ask.created = UpstreamTask(task_id=str(task["taskId"]), status="working")
+    ask.server, ask.upstream_tool = str(task["server"]), call.upstream_tool
+    ask.pin, ask.call_id, ask.args = call.tool_pin, call.call_id, call.effective_args
+    return ask
 
 
 async def _run(reissue: Callable[[], Awaitable[Any]], id: str) -> Any:
