@@ -367,16 +367,20 @@ class PerPrincipalToolset(Toolset):
         return relisted
 
     async def _first(self) -> None:
-        """At start: learn the catalogue through the first principal with a secret."""
+        """At start: learn the catalogue through the first principal with a secret; listings
+        waiting for it go on before the change is announced (the announcement lists again)."""
+        version = self.catalogues.version
         try:
             known = await self.secrets.principals()
             if known:
-                await self.warm(known[0])
+                await self.warm(known[0], notify=False)
         except Exception as exc:  # the vault unreadable: calls will say so, one by one
             log.warning("%s: no catalogue at start (%s)", self.name, exc)
         finally:
             if self._first_listing is not None:
                 self._first_listing.set()
+        if self.catalogues.version != version and self.on_tools_changed is not None:
+            await self.on_tools_changed(self.name)
 
     async def __aenter__(self) -> Self:
         if self.shared is not None:
