@@ -25,6 +25,7 @@ import json
 import locale
 import os
 import runpy
+import select
 import selectors
 import signal
 import socket
@@ -81,6 +82,8 @@ PRELOAD = (
 PRELOADED: set[str] = set()
 STREAMS = (("stdin", "r"), ("stdout", "w"), ("stderr", "w"))
 DEBUG = os.environ.get("LOCKGATE_ZYGOTE_DEBUG") == "1"
+READY_WITHIN = 60.0
+"""Seconds `start` waits for the zygote to listen (its imports take about 1 s)."""
 LOG_FD = os.dup(2) if DEBUG else 2
 STARTUP_PATH = sys.path[1:]
 """The interpreter's path but for the script's directory, before anything is imported."""
@@ -124,6 +127,7 @@ class Zygote:
         self.listener.bind(temporary)
         self.listener.listen(64)
         os.rename(temporary, path)  # launchers find it listening or not at all
+        os.write(1, b"listening\n")  # to `start`, waiting for it
 
     def serve(self) -> Job | None:
         """Serve until told to stop (None) or, in a forked child, return the child's job."""
@@ -402,13 +406,18 @@ def start() -> subprocess.Popen[bytes] | None:
     # The servers start with a few variables only (the SDK's default environment): none of
     # pytest's PYTHON* ones, which would change the interpreter the zygote stands in for.
     env = {key: value for key, value in os.environ.items() if key[:6] != "PYTHON"}
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, __file__, str(path)],
         stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         env=env,
         start_new_session=True,
     )
+    assert process.stdout is not None
+    with process.stdout:  # until it listens (it says so), so every server started forks
+        if select.select([process.stdout], [], [], READY_WITHIN)[0]:
+            process.stdout.readline()  # "listening", or EOF: it failed, servers start alone
+    return process
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

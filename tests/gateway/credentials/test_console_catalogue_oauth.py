@@ -28,11 +28,8 @@ from oauth import Provider, Upstream, oidc_provider
 from oauth_gateway import ALICE, SERVER, connect, oauth_config, oauth_server, served
 from support import MODES, free_port, mcp_http_client
 
-from toolsets.context import Principal
+from toolsets.context import CallContext, Principal
 from toolsets.upstream.per_principal import principal_key
-
-FIRST_LISTING = f"upstream {SERVER} first listing"
-"""The task a pool learns its catalogue in at start (through the first principal connected)."""
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +47,6 @@ def _config(directory: Path, upstream: Upstream, port: int, store: Path) -> Path
     approvals = {"store": "sqlite", "path": str(store)}
     servers = [oauth_server(upstream.url)]
     return oauth_config(directory, servers, port=port, auth=auth, approvals=approvals)
-
-
-async def _first_listings_ended() -> None:
-    """Until the pools' start-up listings have ended (a real condition: the running tasks)."""
-    while any(task.name == FIRST_LISTING for task in anyio.get_running_tasks()):
-        await anyio.sleep(0.02)
 
 
 def _requests_of(upstream: Upstream, user: str) -> int:
@@ -82,7 +73,8 @@ async def test_the_console_lists_an_oauth_server_as_a_principal_without_connecti
     alice = principal_key(Principal(id=ALICE))
     with vault_keys(), anyio.fail_after(240):
         async with served(config_two, port_two) as (two, base_two):
-            await _first_listings_ended()  # two learnt nothing at start: nobody had connected
+            # The pool's own listing waits for its listing at start (nobody had connected yet).
+            await per_principal_pool(two).get_tools(CallContext())
             async with served(config_one, port_one) as (_one, base_one):
                 await connect(base_one, ALICE)  # her grant in the vault the two share
             pool = per_principal_pool(two)
