@@ -55,6 +55,7 @@ __all__ = [
     "UpstreamLogHandler",
     "UpstreamRequests",
     "client_identity",
+    "naming",
 ]
 
 log = logging.getLogger("lockgate.upstream")
@@ -97,6 +98,17 @@ class PrincipalLogHandler(Protocol):
         peers: Sequence[ClientPeer],
         principal: str | None = None,
     ) -> None: ...
+
+
+def naming(handler: PrincipalLogHandler, principal: str) -> UpstreamLogHandler:
+    """``handler`` for the log messages of ``principal``'s own session."""
+
+    async def relay(
+        server: str, params: types.LoggingMessageNotificationParams, peers: Sequence[ClientPeer]
+    ) -> None:
+        await handler(server, params, peers, principal=principal)
+
+    return relay
 
 
 def client_identity(ctx: CallContext) -> str:

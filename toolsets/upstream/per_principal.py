@@ -20,25 +20,29 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
-from mcp_types import LoggingLevel, LoggingMessageNotificationParams
+from mcp_types import LoggingLevel
 
 from toolsets.abstract import ToolsChangedHandler, Toolset
 from toolsets.context import CallContext, Principal
 from toolsets.errors import LockgateError, UpstreamError
-from toolsets.refusal import Refusal, Unblock, failure_result, refusal_result
+from toolsets.refusal import failure_result, refusal_result
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
-from toolsets.upstream.client_requests import PrincipalLogHandler, UpstreamLogHandler
-from toolsets.upstream.peer import ClientPeer
+from toolsets.upstream.client_requests import PrincipalLogHandler, naming
 from toolsets.upstream.principal_catalogues import PrincipalCatalogues
-from toolsets.upstream.principal_ports import ConnectGate, NotConnected, PrincipalSecrets
+from toolsets.upstream.principal_ports import (
+    ConnectGate,
+    NotConnected,
+    PrincipalSecrets,
+    no_secret,
+)
 from toolsets.upstream.server import MCPServerToolset
 
 __all__ = [
@@ -91,17 +95,6 @@ class _Unopened(UpstreamError):
     """A principal's connection could not be had (the server full, or it did not connect)."""
 
 
-def _naming(handler: PrincipalLogHandler, principal: str) -> UpstreamLogHandler:
-    """``handler`` for the log messages of ``principal``'s own connection."""
-
-    async def relay(
-        server: str, params: LoggingMessageNotificationParams, peers: Sequence[ClientPeer]
-    ) -> None:
-        await handler(server, params, peers, principal=principal)
-
-    return relay
-
-
 class PerPrincipalToolset(Toolset):
     """The tools of one upstream, each caller over their own connection."""
 
@@ -141,7 +134,7 @@ class PerPrincipalToolset(Toolset):
         opened later too)."""
         self._on_log = handler
         for principal, entry in list(self.entries.items()):
-            entry.toolset.follow_logs(_naming(handler, principal))
+            entry.toolset.follow_logs(naming(handler, principal))
 
     async def set_log_level(self, level: LoggingLevel | None) -> None:
         """Ask every connection (those opened later too) for log messages at ``level`` and up;
@@ -178,19 +171,6 @@ class PerPrincipalToolset(Toolset):
                 await first.wait()
         return self._catalogues().tools(principal_key(ctx.principal))
 
-    def not_connected(self) -> Refusal:
-        """The refusal of a call from a principal with no secret for this server."""
-        path = f"/api/connections/{self.name}"
-        return Refusal(
-            kind="not_connected",
-            message=(
-                f"{self.name!r} is reached with each caller's own credentials and you have none "
-                f"set: run `lockgate connections set {self.name}` (or PUT {path}), then call again"
-            ),
-            unblock=Unblock(action="connect", url=path),
-            details={"server": self.name},
-        )
-
     async def call_tool(
         self, name: str, args: Mapping[str, Any], ctx: CallContext, tool: ToolDef
     ) -> ToolResult:
@@ -209,7 +189,7 @@ class PerPrincipalToolset(Toolset):
             return failure_result(str(exc), "gateway_unavailable", server=self.name)
         if secret is None:
             self.drop(key)
-            return refusal_result(self.not_connected(), tool=tool)
+            return refusal_result(no_secret(self.name), tool=tool)
         try:
             result = await self._call(secret, name, args, ctx, tool)
         except BaseException as exc:  # ended ``failed`` at once, as a released approval is
@@ -245,7 +225,7 @@ class PerPrincipalToolset(Toolset):
         secret = await self.secrets.secret(principal)
         if secret is None:
             self.drop(principal)
-            raise NotConnected(self.not_connected())
+            raise NotConnected(no_secret(self.name))
         async with self._opened(principal, secret) as toolset:
             yield toolset
 
@@ -293,7 +273,7 @@ class PerPrincipalToolset(Toolset):
         toolset = self.factory(principal, secret, self._relisted(principal))
         toolset.requests.log_level = self._log_level  # told the server when it connects
         if self._on_log is not None:
-            toolset.follow_logs(_naming(self._on_log, principal))
+            toolset.follow_logs(naming(self._on_log, principal))
         entry = _Entry(toolset, fingerprint, anyio.current_time())
         self.entries[principal] = entry
         self._tg.start_soon(self._hold, principal, entry, name=f"upstream {self.name} {principal}")

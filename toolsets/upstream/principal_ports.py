@@ -11,11 +11,11 @@ from typing import Any, Protocol
 
 from toolsets.context import CallContext
 from toolsets.errors import LockgateError
-from toolsets.refusal import Refusal
+from toolsets.refusal import Refusal, Unblock
 from toolsets.result import ToolResult
 from toolsets.tooldef import ToolDef
 
-__all__ = ["ConnectGate", "NotConnected", "PrincipalSecrets"]
+__all__ = ["ConnectGate", "NotConnected", "PrincipalSecrets", "no_secret"]
 
 
 class PrincipalSecrets(Protocol):
@@ -64,3 +64,17 @@ class NotConnected(LockgateError):
     def __init__(self, refusal: Refusal) -> None:
         self.refusal = refusal
         super().__init__(refusal.message)
+
+
+def no_secret(server: str) -> Refusal:
+    """The refusal of a request to ``server`` from a principal with no secret set for it."""
+    path = f"/api/connections/{server}"
+    return Refusal(
+        kind="not_connected",
+        message=(
+            f"{server!r} is reached with each caller's own credentials and you have none "
+            f"set: run `lockgate connections set {server}` (or PUT {path}), then call again"
+        ),
+        unblock=Unblock(action="connect", url=path),
+        details={"server": server},
+    )
