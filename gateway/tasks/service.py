@@ -1,7 +1,8 @@
 """`TaskService`: the gateway's tasks: created from a task-augmented call, found only by the
 principal (and tenant) that created them, followed on the replica that created them (see
 `TaskFollower`) under a lease, resumed by another replica (or the restarted gateway) when that
-lease lapses (`TaskLeases`), and answered by any replica from the storage backend."""
+lease lapses (`TaskLeases`), and answered by any replica from the storage backend; each change
+is told by `TaskAnnouncer`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -17,15 +17,10 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 
-from gateway.events.model import Event
 from gateway.events.recorder import Recorder
-from gateway.events.redact import mask_values, redact, values_at
-from gateway.events.task_events import (
-    PinReviewOutcome,
-    task_completed,
-    task_created,
-    task_status,
-)
+from gateway.events.redact import values_at
+from gateway.events.task_events import task_completed, task_created
+from gateway.tasks.announce import StatusListener, TaskAnnouncer
 from gateway.tasks.errors import TaskNotFound
 from gateway.tasks.follower import TaskFollower
 from gateway.tasks.leases import LEASE, SCAN, TaskLeases
@@ -40,7 +35,6 @@ from toolsets.upstream.tasks import TaskAsk
 __all__ = ["Settler", "StatusListener", "TaskService", "Withdraw"]
 
 log = logging.getLogger("lockgate.tasks")
-StatusListener = Callable[[TaskRecord], Awaitable[None]]
 Settler = Callable[[TaskRecord], Awaitable[None]]
 """Ends a gateway-owned task (`TaskService.owned`)."""
 Withdraw = Callable[[TaskRecord], Awaitable[bool]]
@@ -74,10 +68,9 @@ class TaskService:
     ) -> None:
         self.store = store
         self._upstreams = upstreams
-        self._recorder = recorder
         self._review = review or TaskReview()
+        self._announce = TaskAnnouncer(recorder, self._review)
         self.leases = TaskLeases(store, secrets.token_hex(8), lease=lease, scan=scan)
-        self._listeners: list[StatusListener] = []
         self._wakes: dict[str, anyio.Event] = {}
         self._ended: dict[str, anyio.Event] = {}
         self._tg: TaskGroup | None = None
@@ -92,7 +85,7 @@ class TaskService:
 
     def on_status(self, listener: StatusListener) -> None:
         """Tell ``listener`` every change of a task this replica follows or ends."""
-        self._listeners.append(listener)
+        self._announce.on_status(listener)
 
     async def created(
         self, ask: TaskAsk, *, tool: str, principal: Principal, session_id: str | None
@@ -115,7 +108,7 @@ class TaskService:
         )
         record = self.leases.stamp(record)
         await self.store.put(record)  # durable before the client hears of it
-        await self._record(task_created, record)
+        await self._announce.record(task_created, record)
         self._follow(record)
         return record
 
@@ -136,10 +129,9 @@ class TaskService:
             await self._unfollowable(record)
             return
         wake = self._wakes[record.id] = anyio.Event()
-        complete = self._review.complete
-        await self._run(
-            TaskFollower(record, upstream, self.store, self._changed, wake, complete=complete)
-        )
+        changed, complete = self._announce.changed, self._review.complete
+        follower = TaskFollower(record, upstream, self.store, changed, wake, complete=complete)
+        await self._run(follower)
 
     async def finished(
         self,
@@ -179,8 +171,8 @@ class TaskService:
             error=error,
         )
         await self.store.put(record)
-        await self._record(task_created, record)
-        await self._record(task_completed, record)
+        await self._announce.record(task_created, record)
+        await self._announce.record(task_completed, record)
         return record
 
     async def find(self, task_id: str, principal: Principal) -> TaskRecord:
@@ -222,7 +214,7 @@ class TaskService:
                 return await self.find(task_id, principal)  # decided meanwhile: it runs on
             record = record.moved("cancelled", "Task cancelled")
             await self.store.put(record)
-            await self._changed(record)
+            await self._announce.changed(record)
             return record
         record = record.moved(record.status, record.status_message, cancel_requested=True)
         await self.store.put(record)
@@ -251,7 +243,7 @@ class TaskService:
         as a task, `gateway.tasks.held`), and run ``settle`` here until it returns."""
         record = self.leases.stamp(record)
         await self.store.put(record)  # durable before the client hears of it
-        await self._record(task_created, record)
+        await self._announce.record(task_created, record)
         self._start(record.id, settle, record)
         return record
 
@@ -268,7 +260,7 @@ class TaskService:
     async def update(self, record: TaskRecord) -> None:
         """Write a change of a task this replica settles, and tell its listeners."""
         await self.store.put(record)
-        await self._changed(record)
+        await self._announce.changed(record)
 
     def on_withdraw(self, withdraw: Withdraw) -> None:
         """Use ``withdraw`` when a held call's task is cancelled (its pending call)."""
@@ -302,9 +294,9 @@ class TaskService:
             self._start(record.id, self._unfollowable, record)
             return
         wake = self._wakes[record.id] = anyio.Event()
-        complete = self._review.complete
+        changed, complete = self._announce.changed, self._review.complete
         follower = TaskFollower(
-            record, upstream, self.store, self._changed, wake, complete=complete, resumed=resumed
+            record, upstream, self.store, changed, wake, complete=complete, resumed=resumed
         )
         self._start(record.id, self._run, follower)
 
@@ -346,35 +338,6 @@ class TaskService:
             self._follow(record, resumed=True)
         elif record.approval_id is not None and self._resume_held is not None:
             self._start(record.id, self._resume_held, record)
-
-    async def _record(self, event: Callable[..., Event], record: TaskRecord, **how: Any) -> None:
-        """Put ``event`` of ``record`` on record, its status message masked as its call's
-        result is (an upstream's message may quote an argument)."""
-        message = record.status_message
-        if message is not None:
-            message = mask_values(redact(message), record.redacted)
-        await self._recorder.record(event(replace(record, status_message=message), **how))
-
-    async def _report_end(self, record: TaskRecord) -> None:
-        """The ``tool.result`` of a failed or cancelled upstream task's call (a completed
-        one's went out as its result was delivered); never fails the task's end."""
-        try:
-            await self._review.ended(record)
-        except Exception:
-            log.exception("task %s: its call's tool.result not published", record.id)
-
-    async def _changed(self, record: TaskRecord) -> None:
-        if record.terminal:
-            if record.upstream is not None and record.status != "completed":
-                await self._report_end(record)
-            await self._record(task_completed, record, pin_review=_reviewed(record))
-        else:
-            await self._record(task_status, record, quarantined=record.quarantined)
-        for listener in list(self._listeners):
-            try:
-                await listener(record)
-            except Exception as exc:  # a gone session must not stop the others
-                log.debug("task %s: status not delivered: %r", record.id, exc)
 
     async def __aenter__(self) -> Self:
         self._tg = anyio.create_task_group()
@@ -423,12 +386,3 @@ def _text(result: Mapping[str, Any]) -> str:
     blocks = result.get("content") or []
     texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
     return " ".join(texts) or "The tool answered an error."
-
-
-def _reviewed(record: TaskRecord) -> PinReviewOutcome | None:
-    """How the pin review of an ended task went (None: its result was never quarantined)."""
-    if record.quarantined_pin is None:
-        return None
-    if record.status == "completed":
-        return "accepted"
-    return "discarded" if record.status == "failed" else "cancelled"
