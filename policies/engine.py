@@ -27,7 +27,6 @@ from policies.session_gates import SessionGates
 from policies.tool_labels import ServerLabels, ToolLabels
 from policies.tool_policy import ToolPolicy
 from policies.verdicts import Verdicts
-from policies.where import where
 from toolsets.context import Principal
 from toolsets.decision import Decision, Effect
 from toolsets.errors import ConfigIssue
@@ -41,7 +40,7 @@ class PolicyEngine:
 
     def __init__(self, compiled: CompiledPolicy, *, root: Path | None = None) -> None:
         """Wrap a compiled policy; use `load` or `empty` to build one. ``root``: the config
-        file's directory, which `where` shows rule files relative to."""
+        file's directory, which `policies.where` shows rule files relative to."""
         self._compiled = compiled
         self.root = root
         self._rules = {rule.id: rule for rule in compiled.rules}
@@ -72,7 +71,7 @@ class PolicyEngine:
     @classmethod
     def load(cls, paths: Sequence[str | Path], *, root: Path | None = None) -> PolicyEngine:
         """Load and compile policy files, layered in the given order; ``root``: the config
-        file's directory (see `where`).
+        file's directory (see `policies.where`).
 
         Raises:
             PolicyError: With every issue across all files, each located.
@@ -111,11 +110,6 @@ class PolicyEngine:
             KeyError: When there is no such rule.
         """
         return self._rules[rule_id]
-
-    def where(self, rule: CompiledRule) -> str:
-        """Where ``rule`` is written (``file:line``), its file relative to the config file's
-        directory when it lies there, else as given."""
-        return where(rule.file, rule.line, self.root)
 
     @property
     def hide_flagged(self) -> frozenset[str]:

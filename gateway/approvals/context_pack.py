@@ -26,6 +26,7 @@ from policies.engine import PolicyEngine
 from policies.preview import Preview
 from policies.rules import CompiledRule
 from policies.session import SessionState
+from policies.where import where as rule_where
 from toolsets.canonical import canonical_json
 from toolsets.context import CallContext, Principal
 from toolsets.tooldef import ToolDef
@@ -119,7 +120,7 @@ def _rule(
     if rule is None:
         return {"id": call.rule_id, "text": f"rule {call.rule_id!r} (no longer in the policy)"}
     parts = _trace(call, rule, engine, tool, state)
-    where = engine.where(rule)
+    where = rule_where(rule.file, rule.line, engine.root)
     text = f"rule {rule.id!r} ({where}) holds calls of {', '.join(rule.tools or ('any tool',))}"
     condition = condition_words(rule, parts)
     return {

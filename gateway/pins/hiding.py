@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies.engine import PolicyEngine
+from policies.where import where as rule_where
 from toolsets.context import ANONYMOUS
 from toolsets.tooldef import ToolDef
 
@@ -34,7 +35,7 @@ def still_hiding(engine: PolicyEngine, tool: ToolDef) -> list[dict[str, Any]]:
     ]
     if decision.rule_id is not None:
         rule = engine.rule(decision.rule_id)
-        where = engine.where(rule)
+        where = rule_where(rule.file, rule.line, engine.root)
         hiding.append(
             {
                 "by": "rule",
