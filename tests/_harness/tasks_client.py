@@ -202,6 +202,17 @@ async def until_status(client: Client, task_id: str, status: str) -> dict[str, A
         await _suggested_pause(task)
 
 
+async def until_message(client: Client, task_id: str, text: str) -> dict[str, Any]:
+    """Poll ``tasks/get`` as `until_ended` does until the task's status message holds ``text``
+    (failing if it ends first); its state then."""
+    while True:
+        task = await request(client, "tasks/get", task_id)
+        if text in (task.get("statusMessage") or ""):
+            return task
+        assert task["status"] not in TERMINAL, task
+        await _suggested_pause(task)
+
+
 async def _suggested_pause(task: dict[str, Any]) -> None:
     """Wait the poll interval the task suggests (the protocol's way to follow a task)."""
     interval = task.get("pollIntervalMs", task.get("pollInterval")) or 100

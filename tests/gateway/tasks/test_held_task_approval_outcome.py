@@ -17,9 +17,14 @@ from approvals_e2e_support import decide, marker
 from gateway_faces import FACES, Face
 from held_task_support import held_rig
 from mcp import Client
-from tasks_client import TERMINAL, call_as_task, request, tasks_upstream, until_ended
+from tasks_client import call_as_task, request, tasks_upstream, until_ended, until_message
 
 from gateway.approvals.wire import UPSTREAM_TASK
+from gateway.gateway import Gateway
+
+STORE_REREAD = 0.5
+"""Seconds between reads of the approval record, as the approvals store re-reads in ``wait``
+(its default ``poll_interval``) to see a change another process made."""
 
 POLICY = """\
 version: 1
@@ -38,24 +43,25 @@ async def _approved(client: Client, api: httpx2.AsyncClient, key: str) -> tuple[
     answer = await decide(api, approval, "approve")
     assert answer.status_code == 200, answer.text
     task_id = str(created["taskId"])
-    while "waiting for release" not in (
-        (task := await request(client, "tasks/get", task_id)).get("statusMessage") or ""
-    ):
-        assert task["status"] not in TERMINAL, task
-        await anyio.sleep((task.get("pollIntervalMs", task.get("pollInterval")) or 100) / 1000)
+    await until_message(client, task_id, "waiting for release")
     return task_id, approval
 
 
-async def _recorded(api: httpx2.AsyncClient, approval: str) -> dict[str, Any]:
-    """The approval record once its task's outcome replaced the stand-in result (the
-    replica following the task writes it just after the task ends)."""
+async def _recorded(gateway: Gateway, api: httpx2.AsyncClient, approval: str) -> dict[str, Any]:
+    """The approval record once its task's outcome replaced the stand-in result (the replica
+    following the task writes it just after the task ends): read again at each change the
+    served gateway's approvals store hears of (watched before reading, as its ``wait`` does),
+    or after its re-read interval for a change a stdio gateway's process made."""
+    store = gateway.parts.approvals.store
     while True:
-        answer = await api.get(f"/api/approvals/{approval}")
-        assert answer.status_code == 200, answer.text
-        record: dict[str, Any] = answer.json()
-        if UPSTREAM_TASK not in ((record.get("result") or {}).get("_meta") or {}):
-            return record
-        await anyio.sleep(0.05)
+        with store.waiters.watching(approval) as changed:
+            answer = await api.get(f"/api/approvals/{approval}")
+            assert answer.status_code == 200, answer.text
+            record: dict[str, Any] = answer.json()
+            if UPSTREAM_TASK not in ((record.get("result") or {}).get("_meta") or {}):
+                return record
+            with anyio.move_on_after(STORE_REREAD):
+                await changed.wait()
 
 
 def _text(record: dict[str, Any]) -> str:
@@ -68,12 +74,12 @@ async def test_a_held_tasks_approval_records_the_upstream_jobs_result_once_it_co
 ) -> None:
     key = marker("outcome")
     with anyio.fail_after(90):
-        async with held_rig(tmp_path, face, [tasks_upstream()], POLICY) as (_gateway, client, api):
+        async with held_rig(tmp_path, face, [tasks_upstream()], POLICY) as (gateway, client, api):
             task_id, approval = await _approved(client, api, key)
             running = (await api.get(f"/api/approvals/{approval}")).json()
             released = await client.call_tool("jobs__release", {"key": key})
             ended = await until_ended(client, task_id)
-            record = await _recorded(api, approval)
+            record = await _recorded(gateway, api, approval)
     assert released.content[0].text == "1"
     assert ended["status"] == "completed", ended
     assert "Task created on server" in _text(running)  # the stand-in while the job runs
@@ -88,11 +94,11 @@ async def test_a_held_tasks_approval_records_a_failure_once_its_upstream_task_is
 ) -> None:
     key = marker("cancelled")
     with anyio.fail_after(90):
-        async with held_rig(tmp_path, face, [tasks_upstream()], POLICY) as (_gateway, client, api):
+        async with held_rig(tmp_path, face, [tasks_upstream()], POLICY) as (gateway, client, api):
             task_id, approval = await _approved(client, api, key)
             await request(client, "tasks/cancel", task_id)
             ended = await until_ended(client, task_id)
-            record = await _recorded(api, approval)
+            record = await _recorded(gateway, api, approval)
     assert ended["status"] == "cancelled", ended
     assert record["state"] == "failed", record
     assert "cancelled" in record["error"], record

@@ -24,7 +24,14 @@ from held_task_support import held_rig
 from mcp import Client
 from npm_support import NODE
 from support import echo_upstream
-from tasks_client import TERMINAL, call_as_task, modern, request, tasks_upstream, until_ended
+from tasks_client import (
+    call_as_task,
+    modern,
+    request,
+    tasks_upstream,
+    until_ended,
+    until_message,
+)
 
 from gateway.events.bus import Subscription
 from gateway.events.model import Event
@@ -53,17 +60,6 @@ async def _result(client: Client, task_id: str, ended: dict[str, Any]) -> dict[s
     return (
         dict(ended["result"]) if modern(client) else await request(client, "tasks/result", task_id)
     )
-
-
-async def _until_message(client: Client, task_id: str, text: str) -> dict[str, Any]:
-    """Poll ``tasks/get`` (the protocol's way to follow a task) until its status message
-    holds ``text``."""
-    while text not in (
-        (task := await request(client, "tasks/get", task_id)).get("statusMessage") or ""
-    ):
-        assert task["status"] not in TERMINAL, task
-        await anyio.sleep((task.get("pollIntervalMs", task.get("pollInterval")) or 100) / 1000)
-    return task
 
 
 async def _tool_results(events: Subscription, tool: str, task_id: str) -> list[Event]:
@@ -114,7 +110,7 @@ async def test_cancelling_an_approved_held_task_cancels_the_upstreams_task(
     with anyio.fail_after(90):
         async with held_rig(tmp_path, face, [tasks_upstream()], POLICY) as (_gateway, client, api):
             task_id = await _approved(client, api, "jobs__job", {"key": key})
-            running = await _until_message(client, task_id, "waiting for release")
+            running = await until_message(client, task_id, "waiting for release")
             await request(client, "tasks/cancel", task_id)
             ended = await until_ended(client, task_id)
             released = await client.call_tool("jobs__release", {"key": key})
